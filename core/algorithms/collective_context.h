@@ -1,0 +1,100 @@
+// What an algorithm sees of the world: its group (ranks are group ranks
+// 0..size()-1), point-to-point messages scoped to one collective call, and
+// the transport's memory operations. Algorithms never see the transport
+// itself, the matching engine or global ranks.
+//
+// Invariants every algorithm keeps:
+//   - It never writes into a buffer whose send has not completed.
+//   - It combines operands in an order fixed by (group size, rank, count),
+//     never by arrival order, so results do not depend on timing or seed.
+//   - Step tags are unique per (sender, receiver) within one call.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/frame.h"
+#include "core/group.h"
+#include "core/message_engine.h"
+#include "core/task.h"
+#include "core/tensor.h"
+#include "core/transport.h"
+#include "core/work.h"
+
+namespace collie {
+
+class CollectiveContext {
+ public:
+  CollectiveContext(MessageEngine& engine, Transport& transport, const GroupState& group, const Fingerprint& fp,
+                    std::shared_ptr<const OpInfo> info)
+      : engine_(engine), t_(transport), ranks_(group.ranks), me_(group.my_rank), context_(group.coll_context),
+        digest_(group.digest), fp_(fp), info_(std::move(info)) {}
+
+  int size() const { return static_cast<int>(ranks_.size()); }
+  int rank() const { return me_; }
+  std::uint32_t context() const { return context_; }
+  std::uint64_t seq() const { return fp_.seq; }
+
+  Work send(int peer, int tag, TensorView buf) {
+    SendSpec s;
+    s.dst = ranks_[static_cast<std::size_t>(peer)];
+    s.context = context_;
+    s.group_digest = digest_;
+    s.tag = tag;
+    s.fp = fp_;
+    s.buf = buf;
+    return Work(engine_.send(s, info_));
+  }
+  // Receives into buf (overwrite).
+  Work recv(int peer, int tag, TensorView buf) { return post_recv(peer, tag, buf, false, ReduceOp::kSum); }
+  // Receives and combines into buf: buf = buf (op) message. Completes after
+  // the reduction's compute time.
+  Work recv_reduce(int peer, int tag, TensorView buf, ReduceOp op) { return post_recv(peer, tag, buf, true, op); }
+
+  // dst = dst (op) src, charging this rank's compute time.
+  Task<void> reduce_local(TensorView dst, TensorView src, ReduceOp op) {
+    if (dst.count) t_.reduce(dst.data, src.data, dst.count, dst.dtype, op);
+    if (dst.bytes()) co_await ComputeTime{&t_, dst.bytes()};
+  }
+  void copy(TensorView dst, TensorView src) {
+    if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
+  }
+  // A scratch tensor in the transport's memory; `holder` keeps it alive.
+  TensorView scratch(DType dtype, std::size_t count, std::shared_ptr<std::byte>& holder) {
+    holder = t_.allocate(count * dtype_size(dtype));
+    return TensorView{holder.get(), dtype, count, MemorySpace::kHost};
+  }
+
+ private:
+  struct ComputeTime {
+    Transport* t;
+    std::uint64_t bytes;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
+    void await_resume() const noexcept {}
+  };
+  Work post_recv(int peer, int tag, TensorView buf, bool reduce, ReduceOp op) {
+    RecvSpec s;
+    s.src = ranks_[static_cast<std::size_t>(peer)];
+    s.context = context_;
+    s.group_digest = digest_;
+    s.tag = tag;
+    s.seq = fp_.seq;
+    s.buf = buf;
+    s.reduce = reduce;
+    s.op = op;
+    return Work(engine_.recv(s, info_));
+  }
+
+  MessageEngine& engine_;
+  Transport& t_;
+  std::vector<int> ranks_;
+  int me_;
+  std::uint32_t context_;
+  std::uint64_t digest_;
+  Fingerprint fp_;
+  std::shared_ptr<const OpInfo> info_;
+};
+
+}  // namespace collie

@@ -1,0 +1,400 @@
+#include "core/communicator.h"
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+#include "core/algorithms/algorithms.h"
+#include "core/error.h"
+
+namespace collie {
+
+namespace {
+
+std::string describe_tensor(const TensorView& t) {
+  return std::string(dtype_name(t.dtype)) + " x " + std::to_string(t.count);
+}
+
+std::string group_name(int id, const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << "group " << id << " {";
+  for (std::size_t i = 0; i < ranks.size(); ++i) os << (i ? "," : "") << ranks[i];
+  os << "}";
+  return os.str();
+}
+
+// Group rank of `global` in g, -1 if it is not a member.
+int index_in(const GroupState& g, int global) {
+  auto it = std::lower_bound(g.ranks.begin(), g.ranks.end(), global);
+  return (it != g.ranks.end() && *it == global) ? static_cast<int>(it - g.ranks.begin()) : -1;
+}
+
+}  // namespace
+
+std::uint64_t group_digest(const std::vector<int>& sorted_ranks) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(sorted_ranks.size());
+  for (int r : sorted_ranks) mix(static_cast<std::uint64_t>(r));
+  return h;
+}
+
+int Group::group_rank_of(int global_rank) const { return index_in(*s_, global_rank); }
+
+struct Communicator::CollectiveCall {
+  std::string name;
+  GroupState* group = nullptr;
+  Fingerprint fp;
+  std::function<Task<void>(CollectiveContext&)> body;
+};
+
+Communicator::Communicator(Transport& transport, CommunicatorOptions options)
+    : t_(transport),
+      opts_(options),
+      rank_(transport.rank()),
+      world_size_(transport.world_size()),
+      engine_(transport, options.eager_threshold_bytes) {
+  auto w = std::make_shared<GroupState>();
+  w->id = 0;
+  w->ranks.resize(static_cast<std::size_t>(world_size_));
+  for (int i = 0; i < world_size_; ++i) w->ranks[static_cast<std::size_t>(i)] = i;
+  w->my_rank = rank_;
+  w->p2p_context = 0;
+  w->coll_context = 1;
+  w->digest = group_digest(w->ranks);
+  w->name = "world";
+  world_ = Group(std::move(w));
+  t_.attach(&engine_);
+}
+
+Communicator::~Communicator() = default;
+
+GroupState& Communicator::resolve(const Group& g) { return *(g.is_world_default() ? world_.state() : g.state()); }
+const GroupState& Communicator::resolve(const Group& g) const {
+  return *(g.is_world_default() ? world_.state() : g.state());
+}
+
+void Communicator::invalid(const std::string& op, const GroupState& g, const std::string& detail,
+                           std::vector<int> peers) const {
+  throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, op, g.name, -1, std::move(peers)}, detail);
+}
+
+Group Communicator::new_group(std::vector<int> ranks) {
+  const GroupState& w = *world_.state();
+  if (ranks.empty()) invalid("new_group", w, "a group needs at least one rank");
+  for (int r : ranks) {
+    if (r < 0 || r >= world_size_)
+      invalid("new_group", w, "rank " + std::to_string(r) + " is out of range for world size " +
+                                  std::to_string(world_size_));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  auto dup = std::adjacent_find(ranks.begin(), ranks.end());
+  if (dup != ranks.end()) invalid("new_group", w, "rank " + std::to_string(*dup) + " is listed twice");
+  auto g = std::make_shared<GroupState>();
+  g->id = ++groups_created_;
+  g->ranks = std::move(ranks);
+  g->p2p_context = static_cast<std::uint32_t>(2 * g->id);
+  g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
+  g->digest = group_digest(g->ranks);
+  g->name = group_name(g->id, g->ranks);
+  g->my_rank = index_in(*g, rank_);
+  return Group(std::move(g));
+}
+
+int Communicator::rank_in(const Group& g) const { return resolve(g).my_rank; }
+
+int Communicator::group_rank(const Group& g, int global) const {
+  const GroupState& s = resolve(g);
+  const int r = index_in(s, global);
+  if (r < 0) invalid("group_rank", s, "global rank " + std::to_string(global) + " is not in " + s.name);
+  return r;
+}
+
+int Communicator::global_rank(const Group& g, int group_rank) const {
+  const GroupState& s = resolve(g);
+  if (group_rank < 0 || group_rank >= static_cast<int>(s.ranks.size()))
+    invalid("global_rank", s, "group rank " + std::to_string(group_rank) + " is out of range for " + s.name +
+                                  " of size " + std::to_string(s.ranks.size()));
+  return s.ranks[static_cast<std::size_t>(group_rank)];
+}
+
+// ---- point-to-point ---------------------------------------------------------
+
+Work Communicator::send(TensorView t, int dst, int tag, const Group& g) { return p2p(true, true, t, dst, tag, g); }
+Work Communicator::isend(TensorView t, int dst, int tag, const Group& g) { return p2p(true, false, t, dst, tag, g); }
+Work Communicator::recv(TensorView t, int src, int tag, const Group& g) { return p2p(false, true, t, src, tag, g); }
+Work Communicator::irecv(TensorView t, int src, int tag, const Group& g) {
+  return p2p(false, false, t, src, tag, g);
+}
+
+Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& group) {
+  GroupState& g = resolve(group);
+  const std::string op = is_send ? (blocking ? "send" : "isend") : (blocking ? "recv" : "irecv");
+  if (g.my_rank < 0) return completed_work(&t_, true, op + " on " + g.name + ": not a member");
+  if (tag < 0) invalid(op, g, "tag " + std::to_string(tag) + " is negative; tags must be >= 0");
+  const bool any = !is_send && peer == kAnySource;
+  if (!any) {
+    const char* what = is_send ? "dst" : "src";
+    if (peer < 0 || peer >= world_size_)
+      invalid(op, g, std::string(what) + " " + std::to_string(peer) + " is out of range for world size " +
+                         std::to_string(world_size_));
+    if (!std::binary_search(g.ranks.begin(), g.ranks.end(), peer))
+      invalid(op, g, std::string(what) + " " + std::to_string(peer) + " is not a member of " + g.name, {peer});
+  }
+  if (is_send && blocking && peer == rank_)
+    invalid(op, g, "a blocking send to itself can never complete; use isend and irecv", {peer});
+  if (t.count > 0 && t.data == nullptr) invalid(op, g, "tensor has no data");
+
+  auto info = std::make_shared<OpInfo>();
+  info->rank = rank_;
+  info->op = op;
+  info->group = g.name;
+  info->seq = static_cast<std::int64_t>(++g.p2p_seq);
+  info->started_at = t_.now();
+  std::shared_ptr<WorkState> w;
+  if (is_send) {
+    SendSpec s;
+    s.dst = peer;
+    s.context = g.p2p_context;
+    s.group_digest = g.digest;
+    s.tag = tag;
+    s.buf = t;
+    w = engine_.send(s, info);
+  } else {
+    RecvSpec s;
+    s.src = any ? kAnySource : peer;
+    s.context = g.p2p_context;
+    s.group_digest = g.digest;
+    s.tag = tag;
+    s.buf = t;
+    w = engine_.recv(s, info);
+  }
+  std::ostringstream d;
+  d << "rank " << rank_ << ": " << op << " #" << info->seq << " on " << g.name << (is_send ? " to " : " from ")
+    << (any ? std::string("any rank") : "rank " + std::to_string(peer)) << " (tag " << tag << ", "
+    << describe_tensor(t) << ")";
+  w->description = d.str();
+  return Work(std::move(w));
+}
+
+// ---- collectives ------------------------------------------------------------
+
+void Communicator::check_root(const std::string& op, const GroupState& g, int root) const {
+  if (root < 0 || root >= world_size_)
+    invalid(op, g, "root " + std::to_string(root) + " is out of range for world size " + std::to_string(world_size_));
+  if (!std::binary_search(g.ranks.begin(), g.ranks.end(), root))
+    invalid(op, g, "root " + std::to_string(root) + " is not a member of " + g.name, {root});
+}
+
+Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const GroupState& g, std::size_t bytes,
+                               const CollectiveOptions& o) const {
+  Algorithm a = o.algorithm != Algorithm::kAuto ? o.algorithm : opts_.force_algorithm;
+  if (a != Algorithm::kAuto) {
+    if (algorithm_supports(a, kind)) return a;
+    if (o.algorithm != Algorithm::kAuto)
+      invalid(op, g, std::string("algorithm '") + std::string(algorithm_name(a)) + "' does not implement " + op);
+  }
+  return select_algorithm(kind, bytes, static_cast<int>(g.ranks.size()), opts_.selection);
+}
+
+namespace {
+
+Spawned run_collective(MessageEngine& engine, std::unique_ptr<CollectiveContext> ctx,
+                       std::function<Task<void>(CollectiveContext&)> body, std::shared_ptr<WorkState> outer) {
+  std::exception_ptr err;
+  try {
+    co_await body(*ctx);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  engine.end_collective(ctx->context(), ctx->seq());
+  outer->finish(err);
+}
+
+}  // namespace
+
+Work Communicator::launch(CollectiveCall call) {
+  GroupState& g = *call.group;
+  auto info = std::make_shared<OpInfo>();
+  info->rank = rank_;
+  info->op = call.name;
+  info->group = g.name;
+  info->seq = static_cast<std::int64_t>(call.fp.seq);
+  info->fp = call.fp;
+  info->started_at = t_.now();
+  auto outer = std::make_shared<WorkState>();
+  outer->transport = &t_;
+  outer->posted_at = t_.now();
+  outer->description = "rank " + std::to_string(rank_) + ": " + describe_call(call.fp) + " on " + g.name;
+  engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info);
+  if (outer->completed) return Work(outer);  // a peer's frames already disagreed
+  auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info);
+  ops_.spawn(run_collective(engine_, std::move(ctx), std::move(call.body), outer));
+  return Work(outer);
+}
+
+Work Communicator::broadcast(TensorView t, int src, const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "broadcast on " + g.name + ": not a member");
+  check_root("broadcast", g, src);
+  const Algorithm a = choose("broadcast", CollectiveKind::kBroadcast, g, t.bytes(), o);
+  const int root = index_in(g, src);
+  CollectiveCall call{"broadcast", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kBroadcast, ReduceOp::kSum, static_cast<std::uint8_t>(a), t.dtype, src,
+                        ++g.coll_seq, t.count};
+  call.body = [t, root, a](CollectiveContext& c) {
+    return a == Algorithm::kLinear ? algorithms::linear_broadcast(c, t, root)
+                                   : algorithms::binomial_broadcast(c, t, root);
+  };
+  return launch(std::move(call));
+}
+
+Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "reduce on " + g.name + ": not a member");
+  check_root("reduce", g, dst);
+  if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("reduce", g, *why);
+  const Algorithm a = choose("reduce", CollectiveKind::kReduce, g, t.bytes(), o);
+  const int root = index_in(g, dst);
+  const int n = static_cast<int>(g.ranks.size());
+  CollectiveCall call{"reduce", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kReduce, op, static_cast<std::uint8_t>(a), t.dtype, dst, ++g.coll_seq,
+                        t.count};
+  Transport* tr = &t_;
+  call.body = [t, root, a, op, n, tr](CollectiveContext& c) -> Task<void> {
+    const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    if (a == Algorithm::kLinear) {
+      co_await algorithms::linear_reduce(c, t, root, combine);
+    } else {
+      co_await algorithms::binomial_reduce(c, t, root, combine);
+    }
+    if (op == ReduceOp::kAvg && c.rank() == root && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+  };
+  return launch(std::move(call));
+}
+
+Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "all_reduce on " + g.name + ": not a member");
+  if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("all_reduce", g, *why);
+  const Algorithm a = choose("all_reduce", CollectiveKind::kAllReduce, g, t.bytes(), o);
+  const int n = static_cast<int>(g.ranks.size());
+  CollectiveCall call{"all_reduce", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kAllReduce, op, static_cast<std::uint8_t>(a), t.dtype, -1, ++g.coll_seq,
+                        t.count};
+  Transport* tr = &t_;
+  const std::size_t seg = opts_.selection.ring_segment_bytes;
+  call.body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
+    const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    switch (a) {
+      case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
+      case Algorithm::kHalvingDoubling: co_await algorithms::halving_doubling_all_reduce(c, t, combine); break;
+      default: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
+    }
+    if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+  };
+  return launch(std::move(call));
+}
+
+Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> list, const Group& group,
+                           CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "scatter on " + g.name + ": not a member");
+  check_root("scatter", g, src);
+  const int n = static_cast<int>(g.ranks.size());
+  if (rank_ == src) {
+    if (static_cast<int>(list.size()) != n)
+      invalid("scatter", g, "scatter_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
+                                std::to_string(n) + " ranks");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].dtype != out.dtype || list[i].count != out.count)
+        invalid("scatter", g, "scatter_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
+                                  " but the output tensor is " + describe_tensor(out));
+  } else if (!list.empty()) {
+    invalid("scatter", g, "scatter_list must be empty on non-source ranks (the source is rank " +
+                              std::to_string(src) + ")");
+  }
+  const Algorithm a = choose("scatter", CollectiveKind::kScatter, g, out.bytes(), o);
+  const int root = index_in(g, src);
+  CollectiveCall call{"scatter", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kScatter, ReduceOp::kSum, static_cast<std::uint8_t>(a), out.dtype, src,
+                        ++g.coll_seq, out.count};
+  std::vector<TensorView> l(list.begin(), list.end());
+  call.body = [out, l, root, a](CollectiveContext& c) {
+    return a == Algorithm::kLinear ? algorithms::linear_scatter(c, out, l, root)
+                                   : algorithms::binomial_scatter(c, out, l, root);
+  };
+  return launch(std::move(call));
+}
+
+Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> list, const Group& group,
+                          CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "gather on " + g.name + ": not a member");
+  check_root("gather", g, dst);
+  const int n = static_cast<int>(g.ranks.size());
+  if (rank_ == dst) {
+    if (static_cast<int>(list.size()) != n)
+      invalid("gather", g, "gather_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
+                               std::to_string(n) + " ranks");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].dtype != in.dtype || list[i].count != in.count)
+        invalid("gather", g, "gather_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
+                                 " but the input tensor is " + describe_tensor(in));
+  } else if (!list.empty()) {
+    invalid("gather", g, "gather_list must be empty on non-destination ranks (the destination is rank " +
+                             std::to_string(dst) + ")");
+  }
+  const Algorithm a = choose("gather", CollectiveKind::kGather, g, in.bytes(), o);
+  const int root = index_in(g, dst);
+  CollectiveCall call{"gather", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kGather, ReduceOp::kSum, static_cast<std::uint8_t>(a), in.dtype, dst,
+                        ++g.coll_seq, in.count};
+  std::vector<TensorView> l(list.begin(), list.end());
+  call.body = [in, l, root, a](CollectiveContext& c) {
+    return a == Algorithm::kLinear ? algorithms::linear_gather(c, in, l, root)
+                                   : algorithms::binomial_gather(c, in, l, root);
+  };
+  return launch(std::move(call));
+}
+
+Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, const Group& group,
+                              CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "all_gather on " + g.name + ": not a member");
+  const int n = static_cast<int>(g.ranks.size());
+  if (static_cast<int>(list.size()) != n)
+    invalid("all_gather", g, "tensor_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
+                                 std::to_string(n) + " ranks");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].dtype != in.dtype || list[i].count != in.count)
+      invalid("all_gather", g, "tensor_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
+                                   " but the input tensor is " + describe_tensor(in));
+  const Algorithm a = choose("all_gather", CollectiveKind::kAllGather, g, in.bytes(), o);
+  CollectiveCall call{"all_gather", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kAllGather, ReduceOp::kSum, static_cast<std::uint8_t>(a), in.dtype, -1,
+                        ++g.coll_seq, in.count};
+  std::vector<TensorView> l(list.begin(), list.end());
+  call.body = [in, l](CollectiveContext& c) { return algorithms::ring_all_gather(c, l, in); };
+  return launch(std::move(call));
+}
+
+Work Communicator::barrier(const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "barrier on " + g.name + ": not a member");
+  const Algorithm a = choose("barrier", CollectiveKind::kBarrier, g, 0, o);
+  CollectiveCall call{"barrier", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kBarrier, ReduceOp::kSum, static_cast<std::uint8_t>(a), DType::kUInt8, -1,
+                        ++g.coll_seq, 0};
+  call.body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
+  return launch(std::move(call));
+}
+
+std::vector<std::string> Communicator::describe_pending() const { return engine_.describe_pending(); }
+
+}  // namespace collie

@@ -1,0 +1,136 @@
+// Communicator: one rank's view of a job -- torch.distributed's API.
+//
+// Semantics follow torch.distributed (Gloo/MPI where they agree; the stricter
+// choice where they differ, see docs/semantics.md):
+//   - Ranks are global everywhere (src, dst, roots), as in torch; a rank that
+//     is not in the op's group is an invalid_argument error.
+//   - Collectives work in place on the caller's tensors. reduce() leaves every
+//     non-destination tensor unchanged. all_reduce() leaves bitwise-identical
+//     results on every rank.
+//   - Every op returns a Work at once; `co_await` it in a coroutine (the
+//     blocking form on the simulator) or wait() on it with one rank per
+//     process. Arguments that are wrong on this rank alone (bad rank, list
+//     length, unsupported op/dtype) throw collie::Error(kInvalidArgument)
+//     from the call itself, before anything is sent; disagreements between
+//     ranks (dtype, count, root, op, algorithm) fail the Work with
+//     collective_mismatch naming both calls.
+//   - A rank that is not a member of the op's group gets a Work that is
+//     already complete with not_member() true, and touches nothing.
+// A Communicator is used from its transport's executor only (one thread).
+// Tensors passed to an op must stay alive until its Work completes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/group.h"
+#include "core/message_engine.h"
+#include "core/reduce_op.h"
+#include "core/tensor.h"
+#include "core/transport.h"
+#include "core/work.h"
+
+namespace collie {
+
+struct CommunicatorOptions {
+  // Sends of at most this many bytes complete without waiting for the
+  // receiver (eager); larger ones wait for a matching receive (rendezvous).
+  std::size_t eager_threshold_bytes = 64 * 1024;
+  // How collectives choose an algorithm when none is forced.
+  AlgorithmSelection selection;
+  // Forces one algorithm for every collective it supports (kAuto: choose).
+  Algorithm force_algorithm = Algorithm::kAuto;
+};
+
+// Per-call options of a collective.
+struct CollectiveOptions {
+  // Forces an algorithm; it must implement the collective (else
+  // invalid_argument). kAuto falls back to the communicator's choice.
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+class Communicator {
+ public:
+  explicit Communicator(Transport& transport, CommunicatorOptions options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  Transport& transport() { return t_; }
+  const CommunicatorOptions& options() const { return opts_; }
+
+  // ---- groups ------------------------------------------------------------
+  Group world() const { return world_; }
+  // Creates a group of `ranks` (any order, no duplicates, each in
+  // [0, world_size)). Every rank must call it for every group, in the same
+  // order. Non-members get a handle whose rank() is -1.
+  Group new_group(std::vector<int> ranks);
+  // This rank's rank in `g` (-1 if not a member), like torch's get_rank(group).
+  int rank_in(const Group& g) const;
+  // Translations; invalid_argument when the rank is not in the group.
+  int group_rank(const Group& g, int global_rank) const;
+  int global_rank(const Group& g, int group_rank) const;
+
+  // ---- point-to-point ----------------------------------------------------
+  // dst/src are global ranks; tags are >= 0. Messages with the same
+  // (src, dst, group, tag) never overtake each other.
+  // send(): the blocking form; a send to this rank itself is an error (it
+  // could never complete). isend() to itself matches a local irecv().
+  Work send(TensorView t, int dst, int tag = 0, const Group& g = {});
+  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {});
+  // src may be kAnySource; Work::source_rank() tells who sent.
+  Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {});
+  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {});
+
+  // ---- collectives -------------------------------------------------------
+  Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {});
+  Work reduce(TensorView t, int dst, ReduceOp op = ReduceOp::kSum, const Group& g = {},
+              CollectiveOptions o = {});
+  Work all_reduce(TensorView t, ReduceOp op = ReduceOp::kSum, const Group& g = {}, CollectiveOptions o = {});
+  // scatter_list: exactly group-size tensors on src, empty elsewhere.
+  Work scatter(TensorView out, int src, std::span<const TensorView> scatter_list, const Group& g = {},
+               CollectiveOptions o = {});
+  // gather_list: exactly group-size tensors on dst, empty elsewhere.
+  Work gather(TensorView in, int dst, std::span<const TensorView> gather_list, const Group& g = {},
+              CollectiveOptions o = {});
+  // tensor_list: exactly group-size tensors, on every rank.
+  Work all_gather(std::span<const TensorView> tensor_list, TensorView in, const Group& g = {},
+                  CollectiveOptions o = {});
+  Work barrier(const Group& g = {}, CollectiveOptions o = {});
+
+  // ---- introspection -----------------------------------------------------
+  // Unfinished ops, one line each, for deadlock and timeout reports.
+  std::vector<std::string> describe_pending() const;
+  std::vector<std::string> describe_unexpected() const { return engine_.describe_unexpected(); }
+  MessageEngine& engine() { return engine_; }
+
+ private:
+  struct CollectiveCall;
+  GroupState& resolve(const Group& g);
+  const GroupState& resolve(const Group& g) const;
+  Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g);
+  Work launch(CollectiveCall call);
+  [[noreturn]] void invalid(const std::string& op, const GroupState& g, const std::string& detail,
+                            std::vector<int> peers = {}) const;
+  void check_root(const std::string& op, const GroupState& g, int root) const;
+  Algorithm choose(const std::string& op, CollectiveKind kind, const GroupState& g, std::size_t bytes,
+                   const CollectiveOptions& o) const;
+
+  Transport& t_;
+  CommunicatorOptions opts_;
+  int rank_;
+  int world_size_;
+  MessageEngine engine_;
+  Group world_;
+  int groups_created_ = 0;
+  SpawnRegistry ops_;
+  std::vector<std::weak_ptr<WorkState>> open_ops_;  // for describe_pending()
+};
+
+}  // namespace collie

@@ -1,0 +1,73 @@
+// What travels between ranks: a fixed header and an optional payload.
+//
+// The header carries everything a receiver needs to validate a message before
+// touching its buffer: the group context, the tag, the position in the
+// sender->receiver channel, dtype and count, and for collectives a fingerprint
+// of the call. Transports move headers and payloads; they never interpret
+// them beyond `dst` and `bytes`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+
+namespace collie {
+
+enum class FrameKind : std::uint8_t {
+  kEager = 0,  // header + payload; matched on arrival
+  kRts = 1,    // rendezvous request-to-send: header only, matched on arrival
+  kCts = 2,    // clear-to-send: the receiver matched an RTS and wants the data
+  kNack = 3,   // the receiver matched an RTS but refuses it (size/dtype mismatch)
+  kData = 4,   // rendezvous payload, addressed by rendezvous_id
+};
+
+// The six collectives and barrier; kNone marks point-to-point traffic.
+enum class CollectiveKind : std::uint8_t {
+  kNone = 0,
+  kBroadcast,
+  kReduce,
+  kAllReduce,
+  kScatter,
+  kGather,
+  kAllGather,
+  kBarrier,
+};
+
+std::string collective_name(CollectiveKind k);  // "all_reduce", ...
+
+// Identifies one collective call. Every rank of a correct program computes the
+// same fingerprint for the same call; any difference is a mismatch that names
+// both sides. Point-to-point frames carry a zero fingerprint.
+struct Fingerprint {
+  CollectiveKind op = CollectiveKind::kNone;
+  ReduceOp reduce_op = ReduceOp::kSum;  // meaningful for reduce and all_reduce
+  std::uint8_t algorithm = 0;           // the Algorithm the call chose
+  DType dtype = DType::kFloat32;
+  std::int32_t root = -1;   // global rank of src/dst, -1 when none
+  std::uint64_t seq = 0;    // the call's sequence number in its group (1-based)
+  std::uint64_t count = 0;  // elements per rank (per list entry for scatter/gather)
+
+  bool operator==(const Fingerprint&) const = default;
+};
+
+// "all_reduce(float32 x 4, SUM, ring) #3" -- how errors show a call.
+std::string describe_call(const Fingerprint& fp);
+
+struct FrameHeader {
+  FrameKind kind = FrameKind::kEager;
+  std::int32_t src = -1;              // global rank of the sender
+  std::int32_t dst = -1;              // global rank of the receiver
+  std::uint32_t context = 0;          // group context; p2p and collectives differ
+  std::uint64_t group_digest = 0;     // hash of the group's members, to catch disagreement
+  std::int32_t tag = 0;               // user tag (p2p) or step tag (collectives)
+  std::uint64_t channel_seq = 0;      // kEager/kRts: position in the src->dst channel
+  std::uint64_t rendezvous_id = 0;    // kRts/kCts/kNack/kData: which rendezvous
+  DType dtype = DType::kFloat32;      // of the payload (kRts: of the data to come)
+  std::uint64_t count = 0;            // elements of the payload (kRts: to come)
+  std::uint64_t bytes = 0;            // payload bytes on this frame
+  Fingerprint fp;
+};
+
+}  // namespace collie

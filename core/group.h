@@ -1,0 +1,60 @@
+// Process groups.
+//
+// A Group is a cheap handle to a sorted list of global ranks, as seen by one
+// rank. The group rank of a member is its index in that list. Each group owns
+// two contexts (one for point-to-point, one for collectives), so no message of
+// one group can ever match a receive of another. Contexts are allocated by
+// counting new_group() calls, which is why every rank of the world must call
+// new_group() for every group, in the same order, member or not (as in torch).
+// The membership digest travels in every frame, so ranks that disagree on a
+// group get a group_mismatch error rather than silently mixing traffic.
+//
+// A default-constructed Group means "the world" wherever an op takes one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace collie {
+
+struct GroupState {
+  int id = 0;                   // 0 is the world; k is the k-th new_group()
+  std::vector<int> ranks;       // sorted global ranks
+  int my_rank = -1;             // the owner's group rank, -1 if not a member
+  std::uint32_t p2p_context = 0;
+  std::uint32_t coll_context = 0;
+  std::uint64_t digest = 0;
+  std::uint64_t coll_seq = 0;   // collectives issued so far
+  std::uint64_t p2p_seq = 0;    // point-to-point ops issued so far
+  std::string name;             // "world" or "group 1 {0,1}"
+};
+
+class Group {
+ public:
+  Group() = default;  // the world
+  explicit Group(std::shared_ptr<GroupState> s) : s_(std::move(s)) {}
+
+  bool is_world_default() const { return !s_; }
+  // Only valid on a resolved group (one returned by new_group() or world()).
+  int size() const { return static_cast<int>(s_->ranks.size()); }
+  int rank() const { return s_->my_rank; }  // -1 for a non-member
+  bool is_member() const { return s_->my_rank >= 0; }
+  const std::vector<int>& ranks() const { return s_->ranks; }
+  const std::string& name() const { return s_->name; }
+  // Group rank of a global rank, -1 if it is not a member.
+  int group_rank_of(int global_rank) const;
+  // Global rank of a group rank; requires 0 <= group_rank < size().
+  int global_rank_of(int group_rank) const { return s_->ranks[static_cast<std::size_t>(group_rank)]; }
+
+  GroupState* state() const { return s_.get(); }
+
+ private:
+  std::shared_ptr<GroupState> s_;
+};
+
+// Order-sensitive FNV-1a over the sorted member list.
+std::uint64_t group_digest(const std::vector<int>& sorted_ranks);
+
+}  // namespace collie

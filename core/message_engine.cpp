@@ -1,0 +1,407 @@
+#include "core/message_engine.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace collie {
+
+namespace {
+
+std::string describe_payload(DType dtype, std::uint64_t count) {
+  std::ostringstream os;
+  os << dtype_name(dtype) << " x " << count << " (" << count * dtype_size(dtype) << " bytes)";
+  return os.str();
+}
+
+struct ComputeAwaiter {
+  Transport* t;
+  std::uint64_t bytes;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
+  void await_resume() const noexcept {}
+};
+
+Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkState> w) {
+  co_await ComputeAwaiter{t, bytes};
+  w->finish(nullptr);
+}
+
+}  // namespace
+
+MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
+    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
+
+MessageEngine::~MessageEngine() = default;
+
+std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
+  auto w = std::make_shared<WorkState>();
+  w->transport = &t_;
+  w->posted_at = t_.now();
+  (void)info;
+  return w;
+}
+
+bool MessageEngine::matches(const RecvSpec& s, const FrameHeader& h) {
+  return s.context == h.context && s.tag == h.tag && s.seq == h.fp.seq &&
+         (s.src == kAnySource || s.src == h.src);
+}
+
+std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared_ptr<const OpInfo> info) {
+  auto w = new_work(info);
+  FrameHeader h;
+  h.src = rank_;
+  h.dst = spec.dst;
+  h.context = spec.context;
+  h.group_digest = spec.group_digest;
+  h.tag = spec.tag;
+  h.dtype = spec.buf.dtype;
+  h.count = spec.buf.count;
+  h.fp = spec.fp;
+  const std::size_t bytes = spec.buf.bytes();
+
+  if (spec.dst == rank_) {
+    // Local match: copy now, so the send completes at once whatever the size.
+    h.kind = FrameKind::kEager;
+    h.bytes = bytes;
+    std::vector<std::byte> copy(bytes);
+    if (bytes) t_.copy(copy.data(), spec.buf.data, bytes);
+    process_in_order(h, copy);
+    w->finish(nullptr);
+    return w;
+  }
+
+  h.channel_seq = out_seq_[spec.dst]++;
+  const std::uint64_t id = next_send_id_++;
+  PendingSend& ps = sends_[id];
+  ps.buf = spec.buf;
+  ps.work = w;
+  ps.info = std::move(info);
+  void* cookie = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
+  if (bytes <= eager_threshold_) {
+    h.kind = FrameKind::kEager;
+    h.bytes = bytes;
+    ps.header = h;
+    t_.post_send(h, {spec.buf.byte_data(), bytes}, cookie);
+  } else {
+    h.kind = FrameKind::kRts;
+    h.bytes = 0;
+    h.rendezvous_id = id;
+    ps.header = h;
+    ps.awaiting_cts = true;
+    t_.post_send(h, {}, nullptr);
+  }
+  return w;
+}
+
+std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
+  auto w = new_work(info);
+  PostedRecv r{spec, w, std::move(info)};
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (matches(spec, it->header)) {
+      StoredFrame f = std::move(*it);
+      unexpected_.erase(it);
+      deliver(std::move(r), f.header, f.payload);
+      return w;
+    }
+  }
+  posted_.push_back(std::move(r));
+  return w;
+}
+
+void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> payload) {
+  switch (h.kind) {
+    case FrameKind::kEager:
+    case FrameKind::kRts: {
+      std::uint64_t& next = in_next_[h.src];
+      if (h.channel_seq != next) {
+        if (h.channel_seq < next) return;  // a duplicate of a frame already processed
+        StoredFrame& f = early_[h.src][h.channel_seq];
+        f.header = h;
+        f.payload.assign(payload.begin(), payload.end());
+        return;
+      }
+      ++next;
+      process_in_order(h, payload);
+      // Frames that were waiting for this one.
+      auto eit = early_.find(h.src);
+      if (eit == early_.end()) return;
+      auto& q = eit->second;
+      while (!q.empty() && q.begin()->first == in_next_[h.src]) {
+        StoredFrame f = std::move(q.begin()->second);
+        q.erase(q.begin());
+        ++in_next_[h.src];
+        process_in_order(f.header, f.payload);
+      }
+      if (q.empty()) early_.erase(h.src);
+      return;
+    }
+    case FrameKind::kCts: {
+      auto it = sends_.find(h.rendezvous_id);
+      if (it == sends_.end() || !it->second.awaiting_cts) return;
+      PendingSend& ps = it->second;
+      ps.awaiting_cts = false;
+      FrameHeader d = ps.header;
+      d.kind = FrameKind::kData;
+      d.bytes = ps.buf.bytes();
+      t_.post_send(d, {ps.buf.byte_data(), d.bytes}, reinterpret_cast<void*>(static_cast<std::uintptr_t>(it->first)));
+      return;
+    }
+    case FrameKind::kNack: {
+      auto it = sends_.find(h.rendezvous_id);
+      if (it == sends_.end()) return;
+      PendingSend ps = std::move(it->second);
+      sends_.erase(it);
+      std::string reason(reinterpret_cast<const char*>(payload.data()), payload.size());
+      OpContext ctx = ps.info ? ps.info->context({h.src}) : OpContext{rank_, "send", "", -1, {h.src}};
+      ps.work->finish(std::make_exception_ptr(
+          Error(static_cast<ErrorKind>(h.tag), ctx, "rank " + std::to_string(h.src) + " refused the message: " + reason)));
+      return;
+    }
+    case FrameKind::kData: {
+      auto it = inbound_.find({h.src, h.rendezvous_id});
+      if (it == inbound_.end()) return;  // duplicate or for a receive that already failed
+      PostedRecv r = std::move(it->second);
+      inbound_.erase(it);
+      apply_payload(r, h, payload);
+      return;
+    }
+  }
+}
+
+void MessageEngine::on_send_complete(void* cookie) {
+  const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
+  auto it = sends_.find(id);
+  if (it == sends_.end()) return;
+  auto w = std::move(it->second.work);
+  sends_.erase(it);
+  w->finish(nullptr);
+}
+
+void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::byte> payload) {
+  if (h.fp.op != CollectiveKind::kNone) check_collective(h);
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (matches(it->spec, h)) {
+      PostedRecv r = std::move(*it);
+      posted_.erase(it);
+      deliver(std::move(r), h, payload);
+      return;
+    }
+  }
+  StoredFrame f;
+  f.header = h;
+  if (h.kind == FrameKind::kEager) f.payload.assign(payload.begin(), payload.end());
+  unexpected_.push_back(std::move(f));
+}
+
+std::string MessageEngine::validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const {
+  if (h.group_digest != r.spec.group_digest) {
+    *kind = ErrorKind::kGroupMismatch;
+    return "rank " + std::to_string(h.src) + " sent on a group with different members under the same context " +
+           std::to_string(h.context) + " (groups created in a different order on different ranks?)";
+  }
+  if (h.dtype != r.spec.buf.dtype || h.count != r.spec.buf.count) {
+    *kind = h.dtype != r.spec.buf.dtype ? ErrorKind::kDTypeMismatch : ErrorKind::kSizeMismatch;
+    std::ostringstream os;
+    os << "message from rank " << h.src << " (tag " << h.tag << ") is " << describe_payload(h.dtype, h.count)
+       << " but the receive buffer is " << describe_payload(r.spec.buf.dtype, r.spec.buf.count);
+    return os.str();
+  }
+  return {};
+}
+
+void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const std::byte> payload) {
+  ErrorKind kind{};
+  std::string err = validate(r, h, &kind);
+  if (!err.empty()) {
+    OpContext ctx = r.info ? r.info->context({h.src}) : OpContext{rank_, "recv", "", -1, {h.src}};
+    r.work->source = h.src;
+    r.work->finish(std::make_exception_ptr(Error(kind, ctx, err)));
+    if (h.kind == FrameKind::kRts) {
+      FrameHeader about = h;
+      about.tag = static_cast<std::int32_t>(kind);
+      send_control(FrameKind::kNack, about, err);
+    }
+    return;
+  }
+  r.work->source = h.src;
+  if (h.kind == FrameKind::kRts) {
+    const std::pair<int, std::uint64_t> key{h.src, h.rendezvous_id};
+    inbound_.emplace(key, std::move(r));
+    send_control(FrameKind::kCts, h);
+    return;
+  }
+  apply_payload(r, h, payload);
+}
+
+void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span<const std::byte> payload) {
+  (void)h;
+  const std::size_t bytes = r.spec.buf.bytes();
+  if (r.spec.reduce) {
+    if (bytes) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
+    finish_after_compute(r.work, bytes);
+  } else {
+    if (bytes) t_.copy(r.spec.buf.data, payload.data(), bytes);
+    r.work->finish(nullptr);
+  }
+}
+
+void MessageEngine::finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes) {
+  if (bytes == 0) {
+    w->finish(nullptr);
+    return;
+  }
+  spawned_.spawn(finish_later(&t_, bytes, std::move(w)));
+}
+
+void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::string reason) {
+  FrameHeader c;
+  c.kind = kind;
+  c.src = rank_;
+  c.dst = about.src;
+  c.context = about.context;
+  c.group_digest = about.group_digest;
+  c.tag = about.tag;
+  c.rendezvous_id = about.rendezvous_id;
+  c.fp = about.fp;
+  if (kind == FrameKind::kNack) {
+    // The reason must outlive the send: keep it until completion.
+    auto text = std::make_shared<std::string>(std::move(reason));
+    c.bytes = text->size();
+    const std::uint64_t id = next_send_id_++;
+    PendingSend& ps = sends_[id];
+    ps.header = c;
+    ps.buf = TensorView{text->data(), DType::kUInt8, text->size(), MemorySpace::kHost};
+    ps.work = std::make_shared<WorkState>();
+    ps.work->transport = &t_;
+    ps.keepalive = text;
+    t_.post_send(c, {reinterpret_cast<const std::byte*>(text->data()), text->size()},
+                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)));
+    return;
+  }
+  t_.post_send(c, {}, nullptr);
+}
+
+void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
+                                     std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info) {
+  ActiveCollective& a = active_[{context, fp.seq}];
+  a.fp = fp;
+  a.group_digest = group_digest;
+  a.outer = std::move(outer);
+  a.info = std::move(info);
+  for (const StoredFrame& f : unexpected_) {
+    if (f.header.context == context && f.header.fp.seq == fp.seq && f.header.fp.op != CollectiveKind::kNone) {
+      if (!check_collective(f.header)) return;
+    }
+  }
+}
+
+void MessageEngine::end_collective(std::uint32_t context, std::uint64_t seq) { active_.erase({context, seq}); }
+
+bool MessageEngine::check_collective(const FrameHeader& h) {
+  auto it = active_.find({h.context, h.fp.seq});
+  if (it == active_.end()) return true;
+  const ActiveCollective& a = it->second;
+  if (a.group_digest != h.group_digest) {
+    auto err = std::make_exception_ptr(
+        Error(ErrorKind::kGroupMismatch, a.info->context({h.src}),
+              "rank " + std::to_string(h.src) + " ran " + describe_call(h.fp) +
+                  " on a group with different members under the same context (groups created in a different "
+                  "order on different ranks?)"));
+    fail_collective(h.context, h.fp.seq, err);
+    return false;
+  }
+  if (a.fp == h.fp) return true;
+  auto err = std::make_exception_ptr(Error(ErrorKind::kCollectiveMismatch, a.info->context({h.src}),
+                                           "rank " + std::to_string(h.src) + " called " + describe_call(h.fp) +
+                                               " but rank " + std::to_string(rank_) + " called " +
+                                               describe_call(a.fp)));
+  fail_collective(h.context, h.fp.seq, err);
+  return false;
+}
+
+void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err) {
+  auto it = active_.find({context, seq});
+  if (it != active_.end()) {
+    auto outer = it->second.outer;
+    active_.erase(it);
+    if (outer) outer->finish(err);
+  }
+  // Unblock the algorithm: every sub-operation of the call fails too.
+  for (auto p = posted_.begin(); p != posted_.end();) {
+    if (p->spec.context == context && p->spec.seq == seq) {
+      auto w = p->work;
+      p = posted_.erase(p);
+      w->finish(err);
+    } else {
+      ++p;
+    }
+  }
+  for (auto p = inbound_.begin(); p != inbound_.end();) {
+    if (p->second.spec.context == context && p->second.spec.seq == seq) {
+      auto w = p->second.work;
+      p = inbound_.erase(p);
+      w->finish(err);
+    } else {
+      ++p;
+    }
+  }
+  for (auto p = sends_.begin(); p != sends_.end();) {
+    if (p->second.header.context == context && p->second.header.fp.seq == seq && p->second.awaiting_cts) {
+      auto w = p->second.work;
+      p = sends_.erase(p);
+      w->finish(err);
+    } else {
+      ++p;
+    }
+  }
+}
+
+std::vector<std::string> MessageEngine::describe_pending() const {
+  std::vector<std::string> out;
+  auto who = [](const std::shared_ptr<const OpInfo>& info) {
+    if (!info) return std::string("internal");
+    std::string s = info->op;
+    if (info->seq >= 0) s += " #" + std::to_string(info->seq);
+    if (!info->group.empty()) s += " on " + info->group;
+    return s;
+  };
+  for (const PostedRecv& r : posted_) {
+    std::ostringstream os;
+    os << who(r.info) << ": waiting for a message from "
+       << (r.spec.src == kAnySource ? std::string("any rank") : "rank " + std::to_string(r.spec.src)) << " (tag "
+       << r.spec.tag << ", " << describe_payload(r.spec.buf.dtype, r.spec.buf.count) << ") since t="
+       << r.work->posted_at << "ns";
+    out.push_back(os.str());
+  }
+  for (const auto& [key, r] : inbound_) {
+    std::ostringstream os;
+    os << who(r.info) << ": waiting for the data of a rendezvous from rank " << key.first << " (tag " << r.spec.tag
+       << ")";
+    out.push_back(os.str());
+  }
+  for (const auto& [id, s] : sends_) {
+    if (!s.work || !s.info) continue;
+    std::ostringstream os;
+    os << who(s.info) << ": send to rank " << s.header.dst << " (tag " << s.header.tag << ", "
+       << describe_payload(s.buf.dtype, s.buf.count) << ") "
+       << (s.awaiting_cts ? "waiting for the receiver to post a matching receive (rendezvous)" : "in flight")
+       << " since t=" << s.work->posted_at << "ns";
+    out.push_back(os.str());
+  }
+  return out;
+}
+
+std::vector<std::string> MessageEngine::describe_unexpected() const {
+  std::vector<std::string> out;
+  for (const StoredFrame& f : unexpected_) {
+    std::ostringstream os;
+    os << (f.header.kind == FrameKind::kRts ? "rendezvous request" : "message") << " from rank " << f.header.src
+       << " (tag " << f.header.tag << ", " << describe_payload(f.header.dtype, f.header.count);
+    if (f.header.fp.op != CollectiveKind::kNone) os << ", part of " << describe_call(f.header.fp);
+    os << ") was never received";
+    out.push_back(os.str());
+  }
+  return out;
+}
+
+}  // namespace collie

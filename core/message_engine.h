@@ -1,0 +1,159 @@
+// MessageEngine: one rank's point-to-point machinery, shared by user
+// send/recv and by every collective algorithm.
+//
+// Guarantees (for the frames of one sender to this rank):
+//   - Non-overtaking: frames enter matching in the order they were posted,
+//     whatever order the transport delivers them in (channel_seq).
+//   - A receive matches the first message, in that order, with the same
+//     context, tag and collective sequence number, from its source (or from
+//     anyone for an any-source receive); a message matches the first such
+//     posted receive in posting order (MPI's rules).
+//   - dtype and element count are checked before a byte is written: a
+//     mismatch fails the receive (and, for rendezvous, the send) naming the
+//     sender, the tag and both sizes. Nothing is truncated.
+//   - Sends of at most eager_threshold_bytes complete without waiting for the
+//     receiver (eager); larger ones complete only after the receiver posted a
+//     matching receive (rendezvous: RTS -> CTS -> DATA), so head-to-head
+//     blocking sends of large messages deadlock, as they can for real.
+//   - Collective frames carry the call's Fingerprint; a frame whose
+//     fingerprint or group digest disagrees with this rank's call of the same
+//     sequence number fails that call with an error naming both calls.
+// Not thread-safe: driven from the transport's executor only.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+#include "core/frame.h"
+#include "core/task.h"
+#include "core/tensor.h"
+#include "core/transport.h"
+#include "core/work.h"
+
+namespace collie {
+
+inline constexpr int kAnySource = -1;
+
+// Who an op is, for errors and pending-op reports. Shared by the sub-messages
+// of one collective.
+struct OpInfo {
+  int rank = -1;          // global rank running the op
+  std::string op;         // "send", "all_reduce", ...
+  std::string group;      // group name
+  std::int64_t seq = -1;  // sequence number in the group
+  Fingerprint fp;         // collectives only
+  Nanos started_at = 0;
+  OpContext context(std::vector<int> peers = {}) const {
+    return OpContext{rank, op, group, seq, std::move(peers)};
+  }
+};
+
+struct SendSpec {
+  int dst = -1;                // global rank
+  std::uint32_t context = 0;
+  std::uint64_t group_digest = 0;
+  std::int32_t tag = 0;
+  Fingerprint fp;              // zero for p2p
+  TensorView buf;
+};
+
+struct RecvSpec {
+  int src = kAnySource;        // global rank or kAnySource
+  std::uint32_t context = 0;
+  std::uint64_t group_digest = 0;
+  std::int32_t tag = 0;
+  std::uint64_t seq = 0;       // fp.seq of the collective; 0 for p2p
+  TensorView buf;
+  bool reduce = false;         // combine into buf instead of overwriting it
+  ReduceOp op = ReduceOp::kSum;
+};
+
+class MessageEngine final : public FrameSink {
+ public:
+  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes);
+  ~MessageEngine() override;
+  MessageEngine(const MessageEngine&) = delete;
+  MessageEngine& operator=(const MessageEngine&) = delete;
+
+  // Posts a send; the returned state completes when `spec.buf` may be reused.
+  // A send to this rank itself is matched locally and always eager.
+  std::shared_ptr<WorkState> send(const SendSpec& spec, std::shared_ptr<const OpInfo> info);
+  // Posts a receive; the returned state completes when `spec.buf` holds the
+  // message (source set to the sender's global rank).
+  std::shared_ptr<WorkState> recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info);
+
+  // Declares that this rank is running the collective `fp` on `context`
+  // until end_collective(); frames of the same sequence number are checked
+  // against it. `outer` is the user's Work of the call, failed on mismatch.
+  void begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
+                        std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info);
+  void end_collective(std::uint32_t context, std::uint64_t seq);
+
+  // One line per posted receive / unfinished send, for deadlock reports.
+  std::vector<std::string> describe_pending() const;
+  // Messages that arrived and were never received, one line each.
+  std::vector<std::string> describe_unexpected() const;
+
+  // FrameSink
+  void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
+  void on_send_complete(void* cookie) override;
+
+ private:
+  struct PostedRecv {
+    RecvSpec spec;
+    std::shared_ptr<WorkState> work;
+    std::shared_ptr<const OpInfo> info;
+  };
+  struct StoredFrame {
+    FrameHeader header;
+    std::vector<std::byte> payload;  // eager payloads only
+  };
+  struct PendingSend {
+    FrameHeader header;  // as first posted (eager or RTS)
+    TensorView buf;
+    std::shared_ptr<WorkState> work;
+    std::shared_ptr<const OpInfo> info;
+    bool awaiting_cts = false;
+    std::shared_ptr<void> keepalive;  // owns buf's memory for control frames
+  };
+  struct ActiveCollective {
+    Fingerprint fp;
+    std::uint64_t group_digest = 0;
+    std::shared_ptr<WorkState> outer;
+    std::shared_ptr<const OpInfo> info;
+  };
+
+  static bool matches(const RecvSpec& s, const FrameHeader& h);
+  void process_in_order(const FrameHeader& h, std::span<const std::byte> payload);
+  void deliver(PostedRecv r, const FrameHeader& h, std::span<const std::byte> payload);
+  void apply_payload(PostedRecv& r, const FrameHeader& h, std::span<const std::byte> payload);
+  // Returns an error text if `h` cannot be received into `r`, else empty.
+  std::string validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const;
+  bool check_collective(const FrameHeader& h);
+  void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
+  void send_control(FrameKind kind, const FrameHeader& about, std::string reason = {});
+  std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
+  void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
+
+  Transport& t_;
+  const int rank_;
+  const std::size_t eager_threshold_;
+  std::unordered_map<int, std::uint64_t> out_seq_;  // next channel_seq per destination
+  std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
+  std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
+  std::list<PostedRecv> posted_;
+  std::list<StoredFrame> unexpected_;
+  std::uint64_t next_send_id_ = 1;
+  std::unordered_map<std::uint64_t, PendingSend> sends_;         // by send id (== rendezvous id)
+  std::map<std::pair<int, std::uint64_t>, PostedRecv> inbound_;  // (src, rendezvous id) -> receive
+  std::map<std::pair<std::uint32_t, std::uint64_t>, ActiveCollective> active_;
+  SpawnRegistry spawned_;
+};
+
+}  // namespace collie

@@ -1,0 +1,90 @@
+// Tensors as the core sees them.
+//
+// TensorView is what every op takes: a pointer, a dtype and an element count,
+// plus where the memory lives. It does not own memory. The caller keeps the
+// memory alive and unmodified (for sends) / untouched (for receives) until the
+// op's Work completes -- the same contract as torch.distributed's async ops.
+//
+// Tensor is a small owning host tensor with a shape, used by examples,
+// scenarios and tests. Ops only ever see its view.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace collie {
+
+enum class MemorySpace : std::uint8_t { kHost = 0, kDevice = 1 };
+
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  std::size_t count = 0;  // elements
+  MemorySpace space = MemorySpace::kHost;
+
+  std::size_t bytes() const { return count * dtype_size(dtype); }
+  std::byte* byte_data() const { return static_cast<std::byte*>(data); }
+  // Elements [first, first + n) as a view; requires first + n <= count.
+  TensorView slice(std::size_t first, std::size_t n) const {
+    return TensorView{byte_data() + first * dtype_size(dtype), dtype, n, space};
+  }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A zero-filled host tensor.
+  Tensor(DType dtype, std::vector<std::int64_t> shape);
+  static Tensor zeros(DType dtype, std::vector<std::int64_t> shape) {
+    return Tensor(dtype, std::move(shape));
+  }
+
+  DType dtype() const { return dtype_; }
+  const std::vector<std::int64_t>& shape() const { return shape_; }
+  std::size_t count() const { return count_; }
+  std::size_t bytes() const { return count_ * dtype_size(dtype_); }
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
+
+  TensorView view() { return TensorView{storage_.get(), dtype_, count_, MemorySpace::kHost}; }
+  operator TensorView() { return view(); }  // NOLINT: a tensor is usable wherever a view is
+
+  // Element i converted to double (bool -> 0/1, float16/bfloat16 widened).
+  double get(std::size_t i) const;
+  // Stores v converted to the dtype (rounded to nearest for float16/bfloat16,
+  // truncated toward zero and wrapped for integers, v != 0 for bool).
+  void set(std::size_t i, double v);
+  // Exact integer access for int64 values that do not fit a double.
+  std::int64_t get_int(std::size_t i) const;
+  void set_int(std::size_t i, std::int64_t v);
+
+  template <typename T>
+  T* as() { return static_cast<T*>(data()); }
+  template <typename T>
+  const T* as() const { return static_cast<const T*>(data()); }
+
+  std::span<const std::byte> byte_span() const {
+    return {static_cast<const std::byte*>(data()), bytes()};
+  }
+
+ private:
+  DType dtype_ = DType::kFloat32;
+  std::vector<std::int64_t> shape_;
+  std::size_t count_ = 0;
+  std::shared_ptr<std::byte[]> storage_;
+};
+
+// Formats a value as torch prints a scalar of this dtype: "1.0", "4", "True".
+std::string format_scalar(DType dtype, double v);
+
+// Formats like torch's repr of a 1-D tensor: "tensor([0., 1.])" for floats,
+// "tensor([1, 2])" for integers.
+std::string format_tensor(const Tensor& t);
+
+}  // namespace collie

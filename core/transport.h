@@ -1,0 +1,104 @@
+// The transport seam: the only way the core reaches the network, the clock,
+// the executor and the memory that tensors live in.
+//
+// One Transport object serves one rank. The core (Communicator and the
+// algorithms) is written against this interface alone and never learns which
+// implementation it runs on -- the simulator (sim/), TCP sockets, or a GPU
+// backend. Swap the transport, keep every semantic.
+//
+// Contract
+// --------
+// Threading: the core calls a Transport from one thread at a time, and the
+// transport calls back into the core (FrameSink, scheduled coroutines) only
+// from inside run_until() on that same thread. No callback ever runs
+// concurrently with another callback or with a core call.
+//
+// Network: the transport is a reliable frame pipe between ranks that may
+// reorder frames -- the core restores per-channel order itself from
+// FrameHeader::channel_seq, so in-order delivery is allowed but not required.
+// Frames must not be lost, corrupted or delivered twice (a later fault layer
+// may inject exactly these to test the core's diagnosis, not its results).
+//
+// Memory: buffers handed to post_send() and copy()/reduce() may live in host
+// or device memory (TensorView::space); the transport owns moving and
+// combining bytes, so a GPU transport does them with kernels.
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "core/frame.h"
+#include "core/reduce_op.h"
+
+namespace collie {
+
+// Virtual or real time in nanoseconds since the transport started.
+using Nanos = std::int64_t;
+
+// Implemented by the core; called by the transport from inside run_until().
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  // A frame arrived for this rank. `payload` holds header.bytes bytes and is
+  // valid only during the call: the core copies or reduces out of it before
+  // returning.
+  virtual void on_frame(const FrameHeader& header, std::span<const std::byte> payload) = 0;
+  // The send posted with `cookie` no longer needs its payload buffer.
+  virtual void on_send_complete(void* cookie) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // ---- network -----------------------------------------------------------
+  // Registers the sink that receives this rank's frames. Called once, before
+  // the first post_send().
+  virtual void attach(FrameSink* sink) = 0;
+
+  // Sends `header` (+ `payload`, header.bytes long) to header.dst, which is
+  // never this rank. Returns at once. Requires: `payload` stays valid and
+  // unmodified until on_send_complete(cookie) -- which is called exactly once,
+  // unless cookie is null, in which case it is never called.
+  virtual void post_send(const FrameHeader& header, std::span<const std::byte> payload,
+                         void* cookie) = 0;
+
+  // ---- executor ----------------------------------------------------------
+  // Resumes `h` later, from inside run_until(), never inside this call.
+  virtual void schedule(std::coroutine_handle<> h) = 0;
+
+  // Resumes `h` once this rank has spent the compute time that reducing
+  // `bytes` bytes costs (the simulator charges its gamma; real transports do
+  // the work synchronously and resume as schedule() does).
+  virtual void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) = 0;
+
+  // Runs callbacks and scheduled coroutines until `done()` is true, or until
+  // `deadline` (absolute, in now()'s time) passes. Returns true when done()
+  // became true, false on the deadline. Throws collie::Error(kDeadlock) when
+  // nothing can ever make done() true, and collie::Error(kUsage) when called
+  // from inside a callback of the same executor (a simulated rank must
+  // co_await instead of blocking).
+  virtual bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) = 0;
+
+  // This rank's clock.
+  virtual Nanos now() const = 0;
+
+  // ---- memory ------------------------------------------------------------
+  // The defaults operate on host memory; device transports override them.
+  virtual void copy(void* dst, const void* src, std::size_t bytes);
+  virtual void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+  virtual void finish_average(void* dst, std::size_t count, DType dtype, int divisor);
+  // Scratch memory in the same space as this rank's tensors, freed with the
+  // returned pointer.
+  virtual std::shared_ptr<std::byte> allocate(std::size_t bytes);
+};
+
+}  // namespace collie

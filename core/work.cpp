@@ -1,0 +1,52 @@
+#include "core/work.h"
+
+#include "core/error.h"
+
+namespace collie {
+
+void WorkState::finish(std::exception_ptr err) {
+  if (completed) return;
+  completed = true;
+  error = std::move(err);
+  if (waiter) {
+    auto h = std::exchange(waiter, {});
+    transport->schedule(h);
+  }
+}
+
+void Work::wait() {
+  if (!s_ || s_->completed) {
+    await_resume();
+    return;
+  }
+  auto st = s_;
+  st->transport->run_until([st] { return st->completed; }, std::nullopt);
+  await_resume();
+}
+
+void Work::wait(Nanos timeout) {
+  if (!s_ || s_->completed) {
+    await_resume();
+    return;
+  }
+  auto st = s_;
+  const Nanos deadline = st->transport->now() + timeout;
+  if (!st->transport->run_until([st] { return st->completed; }, deadline)) {
+    OpContext ctx;
+    ctx.rank = st->transport->rank();
+    throw Error(ErrorKind::kTimeout, ctx,
+                st->description + " did not complete within " + std::to_string(timeout) + " ns");
+  }
+  await_resume();
+}
+
+Work completed_work(Transport* t, bool not_member, std::string description) {
+  auto s = std::make_shared<WorkState>();
+  s->transport = t;
+  s->completed = true;
+  s->not_member = not_member;
+  s->description = std::move(description);
+  return Work(std::move(s));
+}
+
+}  // namespace collie

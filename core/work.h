@@ -1,0 +1,88 @@
+// Work: the handle of an op in flight (torch's Work / DistributedRequest).
+//
+// Every op returns a Work. It completes exactly once: successfully, with an
+// error, or at once as "not a member" when the calling rank is outside the
+// op's group. Blocking is done in one of two ways:
+//   - in a coroutine (every rank program on the simulator):  co_await work;
+//   - in plain code with one rank per process:               work.wait();
+// Both rethrow the op's error. wait() drives the rank's transport until the
+// op completes; calling it from inside a simulated rank is a usage error.
+#pragma once
+
+#include <coroutine>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/task.h"
+#include "core/transport.h"
+
+namespace collie {
+
+struct WorkState {
+  Transport* transport = nullptr;
+  bool completed = false;
+  bool not_member = false;
+  std::exception_ptr error;
+  int source = -1;                        // global rank a receive matched
+  std::coroutine_handle<> waiter;         // at most one coroutine awaits a Work
+  std::string description;                // "recv #2 on world from 0 tag 0"
+  Nanos posted_at = 0;
+
+  // Marks the op finished and schedules the awaiting coroutine, if any.
+  // Later calls are ignored: the first outcome wins.
+  void finish(std::exception_ptr err = nullptr);
+};
+
+class [[nodiscard]] Work {
+ public:
+  Work() = default;
+  explicit Work(std::shared_ptr<WorkState> s) : s_(std::move(s)) {}
+
+  bool is_completed() const { return s_ && s_->completed; }
+  // True once completed without an error (including "not a member").
+  bool is_success() const { return is_completed() && !s_->error; }
+  // The error the op failed with, or null.
+  std::exception_ptr exception() const { return s_ ? s_->error : nullptr; }
+  // True when the calling rank is not a member of the op's group.
+  bool not_member() const { return s_ && s_->not_member; }
+  // For a completed receive: the global rank of the sender (any-source too).
+  int source_rank() const { return s_ ? s_->source : -1; }
+  const std::string& description() const { return s_->description; }
+
+  // Blocks until completion; rethrows the op's error.
+  void wait();
+  // As wait(), but throws Error(kTimeout) naming the op if it has not
+  // completed after `timeout` of the transport's clock. The op keeps running.
+  void wait(Nanos timeout);
+
+  bool await_ready() const noexcept { return !s_ || s_->completed; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { s_->waiter = h; }
+  void await_resume() const {
+    if (s_ && s_->error) std::rethrow_exception(s_->error);
+  }
+
+  const std::shared_ptr<WorkState>& state() const { return s_; }
+
+ private:
+  std::shared_ptr<WorkState> s_;
+};
+
+// A Work that is already complete (used for non-members and empty ops).
+Work completed_work(Transport* t, bool not_member, std::string description);
+
+// Awaits every Work in order; rethrows the first error after all completed.
+template <typename Range>
+Task<void> wait_all(Range& works) {
+  std::exception_ptr first;
+  for (Work& w : works) {
+    try {
+      co_await w;
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+}  // namespace collie

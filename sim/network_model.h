@@ -1,0 +1,39 @@
+// The simulator's cost model (alpha-beta-gamma with NIC serialization and a
+// two-level topology).
+//
+// A message of B bytes from rank s to rank d, posted at time t:
+//   start   = max(t, nic_free[s])          -- a rank's NIC sends one message at a time
+//   inject  = B / bandwidth                -- nic_free[s] = start + inject
+//   arrival = start + inject + alpha * (1 + jitter * U[0,1))
+// where (alpha, bandwidth) is `intra` when s and d are on the same node and
+// `inter` otherwise. Ranks r and r' share a node when
+// r / ranks_per_node == r' / ranks_per_node. Reducing B bytes costs
+// B / reduce_bandwidth of the rank's compute time, one reduction at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace collie::sim {
+
+struct LinkModel {
+  double alpha_us = 1.0;         // latency per message, microseconds
+  double bandwidth_GBps = 25.0;  // 10^9 bytes per second
+};
+
+struct NetworkModel {
+  // Consecutive ranks per node; 0 puts every rank on one node.
+  int ranks_per_node = 8;
+  LinkModel intra{0.5, 50.0};   // shared memory / NVLink-class
+  LinkModel inter{5.0, 12.5};   // 100 Gb/s-class network
+  // gamma: reduction throughput per rank, 10^9 bytes per second.
+  double reduce_GBps = 10.0;
+  // Blocking sends of at most this many bytes complete without waiting for
+  // the receiver (eager); larger ones wait for a matching receive.
+  std::size_t eager_threshold_bytes = 64 * 1024;
+  // Each message's alpha is scaled by 1 + jitter_fraction * U[0,1), drawn
+  // from the run's seed: different seeds explore different interleavings.
+  double jitter_fraction = 0.1;
+};
+
+}  // namespace collie::sim

@@ -1,0 +1,103 @@
+// Simulator: every rank of a job in one process, on one thread, in virtual
+// time.
+//
+// One global event queue ordered by (virtual time, a tie-break key drawn from
+// the seeded Prng, insertion order): events at the same instant run in an
+// order the seed chooses, and the same seed always chooses the same order.
+// Nothing here owns a thread or reads a real clock.
+//
+// The run's trace hash covers every delivered frame (time, endpoints, kind,
+// context, tag, sequence numbers, size): same seed and program, same hash,
+// on any machine.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/transport.h"
+#include "sim/network_model.h"
+#include "sim/prng.h"
+
+namespace collie::sim {
+
+class Simulator {
+ public:
+  Simulator(int world_size, std::uint64_t seed, NetworkModel model);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  int world_size() const { return world_size_; }
+  std::uint64_t seed() const { return seed_; }
+  const NetworkModel& model() const { return model_; }
+  Transport& transport(int rank);
+
+  // Runs events until done() holds (true) or the next event lies past
+  // `deadline` (false; the clock then reads the deadline). Throws
+  // Error(kDeadlock) when the queue empties first, Error(kUsage) when called
+  // from inside an event.
+  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline);
+
+  Nanos now() const { return now_; }
+  // Virtual time of rank r's latest event.
+  Nanos rank_clock(int r) const { return clocks_[static_cast<std::size_t>(r)]; }
+  std::uint64_t trace_hash() const { return hash_; }
+  std::uint64_t events_processed() const { return events_; }
+  std::uint64_t frames_delivered() const { return frames_; }
+  std::uint64_t bytes_delivered() const { return bytes_; }
+
+ private:
+  class Endpoint;
+  friend class Endpoint;
+  enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete };
+  struct Event {
+    Nanos time;
+    std::uint64_t tiebreak;
+    std::uint64_t order;
+    EventKind kind;
+    std::int32_t rank;
+    void* ptr;            // coroutine address, or send cookie
+    std::uint32_t frame;  // slot in frames_in_flight_
+  };
+  struct EventLater {
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.time != b.time) return a.time > b.time;
+      if (a.tiebreak != b.tiebreak) return a.tiebreak > b.tiebreak;
+      return a.order > b.order;
+    }
+  };
+  struct InFlight {
+    FrameHeader header;
+    std::vector<std::byte> copy;        // small payloads are copied at post time
+    const std::byte* borrowed = nullptr;  // large ones are read at delivery
+    void* cookie = nullptr;
+    bool complete_on_delivery = false;
+  };
+
+  void push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame = 0);
+  void post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
+  void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);
+  void process(const Event& e);
+  void mix(std::uint64_t v);
+
+  const int world_size_;
+  const std::uint64_t seed_;
+  const NetworkModel model_;
+  Prng prng_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<Event> heap_;
+  std::uint64_t order_ = 0;
+  Nanos now_ = 0;
+  std::vector<Nanos> clocks_, nic_free_, cpu_free_;
+  std::vector<InFlight> frames_in_flight_;
+  std::vector<std::uint32_t> free_frames_;
+  std::uint64_t hash_ = 1469598103934665603ull;
+  std::uint64_t events_ = 0, frames_ = 0, bytes_ = 0;
+  bool running_ = false;
+};
+
+}  // namespace collie::sim
