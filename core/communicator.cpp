@@ -68,6 +68,8 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
   w->coll_context = 1;
   w->digest = group_digest(w->ranks);
   w->name = "world";
+  engine_.register_context(w->p2p_context, w->digest, w->name);
+  engine_.register_context(w->coll_context, w->digest, w->name);
   world_ = Group(std::move(w));
   t_.attach(&engine_);
 }
@@ -103,6 +105,8 @@ Group Communicator::new_group(std::vector<int> ranks) {
   g->digest = group_digest(g->ranks);
   g->name = group_name(g->id, g->ranks);
   g->my_rank = index_in(*g, rank_);
+  engine_.register_context(g->p2p_context, g->digest, g->name);
+  engine_.register_context(g->coll_context, g->digest, g->name);
   return Group(std::move(g));
 }
 

@@ -178,6 +178,7 @@ void MessageEngine::on_send_complete(void* cookie) {
 }
 
 void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::byte> payload) {
+  check_context(h);
   if (h.fp.op != CollectiveKind::kNone) check_collective(h);
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (matches(it->spec, h)) {
@@ -296,6 +297,58 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
 }
 
 void MessageEngine::end_collective(std::uint32_t context, std::uint64_t seq) { active_.erase({context, seq}); }
+
+void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name) {
+  contexts_[context] = KnownContext{group_digest, std::move(group_name)};
+  for (const StoredFrame& f : unexpected_) {
+    if (f.header.context == context && !check_context(f.header)) return;
+  }
+}
+
+bool MessageEngine::check_context(const FrameHeader& h) {
+  auto it = contexts_.find(h.context);
+  if (it == contexts_.end() || it->second.digest == h.group_digest) return true;
+  OpContext ctx{rank_, "", it->second.group, -1, {h.src}};
+  auto err = std::make_exception_ptr(Error(
+      ErrorKind::kGroupMismatch, ctx,
+      "rank " + std::to_string(h.src) + " sent " +
+          (h.fp.op == CollectiveKind::kNone ? std::string("a point-to-point message") : "part of " + describe_call(h.fp)) +
+          " on context " + std::to_string(h.context) + ", which rank " + std::to_string(rank_) + " assigned to " +
+          it->second.group +
+          ", but rank " + std::to_string(h.src) +
+          "'s group has other members: the ranks created their groups in different orders (every rank must call "
+          "new_group for every group, in the same order)"));
+  fail_everything(err);
+  return false;
+}
+
+void MessageEngine::fail_everything(std::exception_ptr err) {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> keys;
+  for (const auto& [k, a] : active_) keys.push_back(k);
+  for (const auto& k : keys) fail_collective(k.first, k.second, err);
+  auto posted = std::move(posted_);
+  posted_.clear();
+  for (PostedRecv& r : posted) r.work->finish(err);
+  auto inbound = std::move(inbound_);
+  inbound_.clear();
+  for (auto& [k, r] : inbound) r.work->finish(err);
+  std::vector<std::shared_ptr<WorkState>> waiting;
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second.awaiting_cts && it->second.work) {
+      waiting.push_back(it->second.work);
+      it = sends_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& w : waiting) w->finish(err);
+}
+
+std::vector<MessageEngine::RunningCollective> MessageEngine::running_collectives() const {
+  std::vector<RunningCollective> out;
+  for (const auto& [k, a] : active_) out.push_back(RunningCollective{k.first, a.info ? a.info->group : "", a.fp});
+  return out;
+}
 
 bool MessageEngine::check_collective(const FrameHeader& h) {
   auto it = active_.find({h.context, h.fp.seq});

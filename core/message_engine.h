@@ -95,6 +95,20 @@ class MessageEngine final : public FrameSink {
                         std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info);
   void end_collective(std::uint32_t context, std::uint64_t seq);
 
+  // Declares that `context` belongs to a group with this membership digest
+  // on this rank. A frame that arrives on a known context with another
+  // digest means the ranks created their groups in different orders: every
+  // pending op of this rank then fails with group_mismatch.
+  void register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name);
+
+  // The collectives this rank is running, for cross-rank diagnosis.
+  struct RunningCollective {
+    std::uint32_t context;
+    std::string group;
+    Fingerprint fp;
+  };
+  std::vector<RunningCollective> running_collectives() const;
+
   // One line per posted receive / unfinished send, for deadlock reports.
   std::vector<std::string> describe_pending() const;
   // Messages that arrived and were never received, one line each.
@@ -136,6 +150,8 @@ class MessageEngine final : public FrameSink {
   // Returns an error text if `h` cannot be received into `r`, else empty.
   std::string validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const;
   bool check_collective(const FrameHeader& h);
+  bool check_context(const FrameHeader& h);
+  void fail_everything(std::exception_ptr err);
   void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
   void send_control(FrameKind kind, const FrameHeader& about, std::string reason = {});
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
@@ -153,6 +169,11 @@ class MessageEngine final : public FrameSink {
   std::unordered_map<std::uint64_t, PendingSend> sends_;         // by send id (== rendezvous id)
   std::map<std::pair<int, std::uint64_t>, PostedRecv> inbound_;  // (src, rendezvous id) -> receive
   std::map<std::pair<std::uint32_t, std::uint64_t>, ActiveCollective> active_;
+  struct KnownContext {
+    std::uint64_t digest;
+    std::string group;
+  };
+  std::unordered_map<std::uint32_t, KnownContext> contexts_;
   SpawnRegistry spawned_;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/sim_world.h"
 
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -70,6 +71,33 @@ SimWorld::~SimWorld() {
   comms_.clear();
 }
 
+std::string SimWorld::diagnose_collective_mismatch() const {
+  // Blocked collectives with the same (group context, sequence number) must
+  // have the same fingerprint on every rank; any difference is the cause.
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::map<std::string, std::vector<int>>> calls;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::string> group_of;
+  for (std::size_t r = 0; r < comms_.size(); ++r) {
+    for (const auto& rc : comms_[r]->engine().running_collectives()) {
+      calls[{rc.context, rc.fp.seq}][describe_call(rc.fp)].push_back(static_cast<int>(r));
+      group_of[{rc.context, rc.fp.seq}] = rc.group;
+    }
+  }
+  std::ostringstream os;
+  for (const auto& [key, variants] : calls) {
+    if (variants.size() < 2) continue;
+    os << "  collective_mismatch on " << group_of[key] << " #" << key.second << ":";
+    const char* sep = " ";
+    for (const auto& [call, ranks] : variants) {
+      os << sep << "rank" << (ranks.size() > 1 ? "s " : " ");
+      for (std::size_t i = 0; i < ranks.size(); ++i) os << (i ? "," : "") << ranks[i];
+      os << " called " << call;
+      sep = "; ";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
 SimResult SimWorld::run(const RankProgram& program) {
   const std::size_t n = comms_.size();
   SimResult res;
@@ -97,6 +125,7 @@ SimResult SimWorld::run(const RankProgram& program) {
     for (std::size_t r = 0; r < n; ++r) {
       for (const auto& u : comms_[r]->describe_unexpected()) os << "  at rank " << r << ": " << u << "\n";
     }
+    os << diagnose_collective_mismatch();
     res.deadlock_report = os.str();
   }
   for (const RankOutcome& o : res.ranks) res.end_time = std::max(res.end_time, o.end_time);

@@ -70,6 +70,7 @@ class SimWorld {
   SimResult run(const RankProgram& program);
 
  private:
+  std::string diagnose_collective_mismatch() const;
   SimOptions opts_;
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<Communicator>> comms_;

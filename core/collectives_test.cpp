@@ -1,0 +1,448 @@
+// Collectives and groups: the seeds' examples, and every validation and
+// cross-rank mismatch error, with the messages users see.
+#include <gtest/gtest.h>
+
+#include "conformance/reference.h"
+#include "core/communicator.h"
+#include "sim/sim_world.h"
+#include "sim/testing.h"
+
+namespace collie {
+namespace {
+
+using sim::testing::error_kind;
+using sim::testing::error_text;
+
+// Seed 001, on 4 ranks: all_reduce / reduce of ones over a group of all ranks.
+TEST(Collectives, SeedReduceAndAllReduceOfOnes) {
+  sim::SimWorld w(4);
+  std::vector<double> reduced(4), all(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group g = c.new_group({0, 1, 2, 3});
+    Tensor t(DType::kFloat32, {1});
+    t.set(0, 1);
+    co_await c.reduce(t, 0, ReduceOp::kSum, g);
+    reduced[static_cast<std::size_t>(c.rank())] = t.get(0);
+    Tensor u(DType::kFloat32, {1});
+    u.set(0, 1);
+    co_await c.all_reduce(u, ReduceOp::kSum, g);
+    all[static_cast<std::size_t>(c.rank())] = u.get(0);
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  // Gloo prints 3.0, 2.0, 1.0 on ranks 1..3 (partial sums); collie leaves them unchanged.
+  EXPECT_EQ(reduced, (std::vector<double>{4, 1, 1, 1}));
+  EXPECT_EQ(all, (std::vector<double>{4, 4, 4, 4}));
+}
+
+// Seed 001: scatter [1,2,3,4] from 0; gather and all_gather of the rank.
+TEST(Collectives, SeedScatterGatherAllGather) {
+  sim::SimWorld w(4);
+  std::vector<double> scattered(4);
+  std::vector<std::vector<double>> gathered(4), all_gathered(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    const int n = c.world_size();
+    Tensor t(DType::kFloat32, {1});
+    std::vector<Tensor> list;
+    std::vector<TensorView> views;
+    if (c.rank() == 0) {
+      for (int i = 0; i < n; ++i) {
+        list.emplace_back(DType::kFloat32, std::vector<std::int64_t>{1});
+        list.back().set(0, i + 1);
+      }
+      for (auto& x : list) views.push_back(x);
+    }
+    co_await c.scatter(t, 0, views);
+    scattered[static_cast<std::size_t>(c.rank())] = t.get(0);
+
+    Tensor mine(DType::kFloat32, {1});
+    mine.set(0, c.rank());
+    std::vector<Tensor> glist;
+    std::vector<TensorView> gviews;
+    if (c.rank() == 0) {
+      for (int i = 0; i < n; ++i) glist.emplace_back(DType::kFloat32, std::vector<std::int64_t>{1});
+      for (auto& x : glist) gviews.push_back(x);
+    }
+    co_await c.gather(mine, 0, gviews);
+    for (auto& x : glist) gathered[static_cast<std::size_t>(c.rank())].push_back(x.get(0));
+
+    std::vector<Tensor> alist;
+    std::vector<TensorView> aviews;
+    for (int i = 0; i < n; ++i) alist.emplace_back(DType::kFloat32, std::vector<std::int64_t>{1});
+    for (auto& x : alist) aviews.push_back(x);
+    co_await c.all_gather(aviews, mine);
+    for (auto& x : alist) all_gathered[static_cast<std::size_t>(c.rank())].push_back(x.get(0));
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(scattered, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(gathered[0], (std::vector<double>{0, 1, 2, 3}));
+  EXPECT_TRUE(gathered[1].empty());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(all_gathered[static_cast<std::size_t>(r)], (std::vector<double>{0, 1, 2, 3}));
+}
+
+// Seed 004: int64 tensors arange(2) + 1 + 2*rank, reduce to rank 3.
+TEST(Collectives, SeedInt64ReduceToRankThree) {
+  sim::SimWorld w(4);
+  std::vector<std::vector<std::int64_t>> out(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kInt64, {2});
+    for (int i = 0; i < 2; ++i) t.set_int(static_cast<std::size_t>(i), i + 1 + 2 * c.rank());
+    co_await c.reduce(t, 3, ReduceOp::kSum);
+    out[static_cast<std::size_t>(c.rank())] = {t.get_int(0), t.get_int(1)};
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(out[3], (std::vector<std::int64_t>{16, 20}));
+  EXPECT_EQ(out[0], (std::vector<std::int64_t>{1, 2}));
+}
+
+// Seed 000: all_reduce over group [0, 1] in a world of 2.
+TEST(Collectives, SeedAllReduceOverAGroup) {
+  sim::SimWorld w(2);
+  std::vector<double> out(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group g = c.new_group({0, 1});
+    Tensor t(DType::kFloat32, {1});
+    t.set(0, 1);
+    co_await c.all_reduce(t, ReduceOp::kSum, g);
+    out[static_cast<std::size_t>(c.rank())] = t.get(0);
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(out, (std::vector<double>{2, 2}));
+}
+
+TEST(Groups, NonMembersCompleteAtOnceAndAreUntouched) {
+  sim::SimWorld w(4);
+  std::vector<int> rank_in(4);
+  std::vector<bool> not_member(4);
+  std::vector<double> values(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group g = c.new_group({3, 1});
+    rank_in[static_cast<std::size_t>(c.rank())] = c.rank_in(g);
+    Tensor t(DType::kFloat32, {1});
+    t.set(0, 5);
+    Work wk = c.all_reduce(t, ReduceOp::kSum, g);
+    not_member[static_cast<std::size_t>(c.rank())] = wk.not_member();
+    if (wk.not_member()) {
+      EXPECT_TRUE(wk.is_completed());
+    }
+    co_await wk;
+    values[static_cast<std::size_t>(c.rank())] = t.get(0);
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(rank_in, (std::vector<int>{-1, 0, -1, 1}));
+  EXPECT_EQ(not_member, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(values, (std::vector<double>{5, 10, 5, 10}));
+}
+
+TEST(Groups, TranslationBothWaysAndErrors) {
+  sim::SimWorld w(5);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group g = c.new_group({4, 2, 0});
+    EXPECT_EQ(c.group_rank(g, 2), 1);
+    EXPECT_EQ(c.global_rank(g, 2), 4);
+    EXPECT_EQ(g.size(), 3);
+    try {
+      (void)c.group_rank(g, 3);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("global rank 3 is not in group 1 {0,2,4}"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)c.global_rank(g, 3), Error);
+    EXPECT_THROW((void)c.new_group({0, 0}), Error);
+    EXPECT_THROW((void)c.new_group({7}), Error);
+    EXPECT_THROW((void)c.new_group({}), Error);
+    co_return;
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+}
+
+TEST(Groups, MessagesOfDifferentGroupsNeverMatch) {
+  // Rank 0 sends on group A then on the world; rank 1 receives on the world
+  // first. Without per-group contexts it would get group A's message.
+  sim::SimWorld w(2);
+  double world_value = 0, group_value = 0;
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group a = c.new_group({0, 1});
+    Tensor x(DType::kFloat32, {1});
+    Tensor y(DType::kFloat32, {1});
+    if (c.rank() == 0) {
+      x.set(0, 1);
+      y.set(0, 2);
+      co_await c.send(x, 1, 0, a);
+      co_await c.send(y, 1, 0);
+    } else {
+      co_await c.recv(y, 0, 0);
+      co_await c.recv(x, 0, 0, a);
+      world_value = y.get(0);
+      group_value = x.get(0);
+    }
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(world_value, 2.0);
+  EXPECT_EQ(group_value, 1.0);
+}
+
+TEST(Groups, GroupsCreatedInDifferentOrdersAreAGroupMismatch) {
+  sim::SimWorld w(3);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group a, b;
+    if (c.rank() == 0) {
+      a = c.new_group({0, 1});
+      b = c.new_group({0, 1, 2});
+    } else {
+      b = c.new_group({0, 1, 2});
+      a = c.new_group({0, 1});
+    }
+    Tensor t(DType::kFloat32, {1});
+    if (c.rank() <= 1) co_await c.all_reduce(t, ReduceOp::kSum, a);
+  });
+  EXPECT_FALSE(res.ok());
+  bool named = false;
+  for (int r = 0; r < 2; ++r) {
+    const std::string e = error_text(res, r);
+    if (e.find("group_mismatch") != std::string::npos && e.find("different order") != std::string::npos) named = true;
+  }
+  EXPECT_TRUE(named) << error_text(res, 0) << "\n" << error_text(res, 1) << "\n" << res.deadlock_report;
+}
+
+// ---- validation errors raised by the call itself --------------------------
+
+std::string call_error(int world, const std::function<Work(Communicator&)>& call, int on_rank = 0) {
+  sim::SimWorld w(world);
+  std::string out = "no error";
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    if (c.rank() != on_rank) co_return;
+    try {
+      Work wk = call(c);
+      co_await wk;
+    } catch (const Error& e) {
+      out = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    }
+  });
+  return out;
+}
+
+TEST(CollectiveValidation, ListLengthMustEqualGroupSize) {
+  Tensor t(DType::kFloat32, {1});
+  std::vector<Tensor> three(3, Tensor(DType::kFloat32, {1}));
+  std::vector<TensorView> v(three.begin(), three.end());
+  auto e = call_error(4, [&](Communicator& c) { return c.scatter(t, 0, v); });
+  EXPECT_NE(e.find("scatter_list has 3 tensors but world has 4 ranks"), std::string::npos) << e;
+  e = call_error(4, [&](Communicator& c) { return c.gather(t, 0, v); });
+  EXPECT_NE(e.find("gather_list has 3 tensors but world has 4 ranks"), std::string::npos) << e;
+  e = call_error(4, [&](Communicator& c) { return c.all_gather(v, t); });
+  EXPECT_NE(e.find("tensor_list has 3 tensors but world has 4 ranks"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, ListOnANonRootIsAnError) {
+  Tensor t(DType::kFloat32, {1});
+  std::vector<Tensor> four(4, Tensor(DType::kFloat32, {1}));
+  std::vector<TensorView> v(four.begin(), four.end());
+  auto e = call_error(4, [&](Communicator& c) { return c.scatter(t, 0, v); }, 2);
+  EXPECT_NE(e.find("scatter_list must be empty on non-source ranks (the source is rank 0)"), std::string::npos) << e;
+  e = call_error(4, [&](Communicator& c) { return c.gather(t, 3, v); }, 1);
+  EXPECT_NE(e.find("gather_list must be empty on non-destination ranks"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, ListEntriesMustMatchTheTensor) {
+  Tensor t(DType::kFloat32, {1});
+  std::vector<Tensor> l;
+  for (int i = 0; i < 2; ++i) l.emplace_back(DType::kFloat32, std::vector<std::int64_t>{1});
+  l.emplace_back(DType::kInt64, std::vector<std::int64_t>{1});
+  std::vector<TensorView> v(l.begin(), l.end());
+  auto e = call_error(3, [&](Communicator& c) { return c.all_gather(v, t); });
+  EXPECT_NE(e.find("tensor_list[2] is int64 x 1 but the input tensor is float32 x 1"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, RootOutOfRangeOrOutsideTheGroup) {
+  Tensor t(DType::kFloat32, {1});
+  auto e = call_error(4, [&](Communicator& c) { return c.broadcast(t, 4); });
+  EXPECT_NE(e.find("invalid_argument"), std::string::npos);
+  EXPECT_NE(e.find("root 4 is out of range for world size 4"), std::string::npos) << e;
+  e = call_error(4, [&](Communicator& c) {
+    Group g = c.new_group({0, 1});
+    return c.reduce(t, 3, ReduceOp::kSum, g);
+  });
+  EXPECT_NE(e.find("root 3 is not a member of group 1 {0,1}"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, UnsupportedReduceOpForTheDType) {
+  Tensor f(DType::kFloat32, {1});
+  Tensor i(DType::kInt32, {1});
+  auto e = call_error(2, [&](Communicator& c) { return c.all_reduce(f, ReduceOp::kBxor); });
+  EXPECT_NE(e.find("BXOR is not defined for float32"), std::string::npos) << e;
+  e = call_error(2, [&](Communicator& c) { return c.reduce(i, 0, ReduceOp::kAvg); });
+  EXPECT_NE(e.find("AVG is not defined for int32"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, AlgorithmThatDoesNotImplementTheCollective) {
+  Tensor f(DType::kFloat32, {1});
+  auto e = call_error(2, [&](Communicator& c) { return c.broadcast(f, 0, {}, {Algorithm::kRing}); });
+  EXPECT_NE(e.find("algorithm 'ring' does not implement broadcast"), std::string::npos) << e;
+}
+
+// ---- disagreements between ranks ------------------------------------------
+
+TEST(CollectiveMismatch, DifferentCountsNameBothRanksAndBothCalls) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {c.rank() == 0 ? 4 : 8});
+    co_await c.all_reduce(t);
+  });
+  EXPECT_FALSE(res.ok());
+  const std::string e = error_text(res, 0).empty() ? error_text(res, 1) : error_text(res, 0);
+  EXPECT_NE(e.find("collective_mismatch"), std::string::npos) << e;
+  EXPECT_NE(e.find("all_reduce(float32 x 8"), std::string::npos) << e;
+  EXPECT_NE(e.find("all_reduce(float32 x 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("#1 on world"), std::string::npos) << e;
+}
+
+TEST(CollectiveMismatch, DifferentDTypes) {
+  sim::SimWorld w(3);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(c.rank() == 2 ? DType::kFloat64 : DType::kFloat32, {4});
+    co_await c.broadcast(t, 0);
+  });
+  const std::string e = error_text(res, 2);
+  EXPECT_EQ(error_kind(res, 2), ErrorKind::kCollectiveMismatch) << e;
+  EXPECT_NE(e.find("rank 0 called broadcast(float32 x 4, root 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank 2 called broadcast(float64 x 4, root 0"), std::string::npos) << e;
+}
+
+TEST(CollectiveMismatch, DifferentCollectivesAtTheSameSequenceNumber) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {1});
+    if (c.rank() == 0) {
+      co_await c.all_reduce(t);
+    } else {
+      co_await c.broadcast(t, 1);
+    }
+  });
+  const std::string e = error_text(res, 0);
+  EXPECT_EQ(error_kind(res, 0), ErrorKind::kCollectiveMismatch) << e;
+  EXPECT_NE(e.find("rank 1 called broadcast(float32 x 1, root 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("rank 0 called all_reduce(float32 x 1, SUM"), std::string::npos) << e;
+}
+
+TEST(CollectiveMismatch, DifferentRoots) {
+  sim::SimWorld w(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kInt64, {2});
+    co_await c.reduce(t, c.rank() == 1 ? 1 : 0, ReduceOp::kSum);
+  });
+  // No frame crosses between ranks that disagree here, so the mismatch
+  // surfaces when nothing can move: the deadlock report names both calls.
+  EXPECT_FALSE(res.ok());
+  std::string all = res.deadlock_report;
+  for (int r = 0; r < 4; ++r) all += error_text(res, r) + "\n";
+  EXPECT_NE(all.find("collective_mismatch on world #1: rank 0 called reduce(int64 x 2, SUM, root 0, "
+                     "binomial_tree) #1; rank 1 called reduce(int64 x 2, SUM, root 1, binomial_tree) #1"),
+            std::string::npos)
+      << all;
+}
+
+TEST(CollectiveMismatch, DifferentForcedAlgorithms) {
+  sim::SimWorld w(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {64});
+    co_await c.all_reduce(t, ReduceOp::kSum, {},
+                          {c.rank() == 0 ? Algorithm::kRing : Algorithm::kHalvingDoubling});
+  });
+  std::string all;
+  for (int r = 0; r < 4; ++r) all += error_text(res, r) + "\n";
+  EXPECT_NE(all.find("ring) #1"), std::string::npos) << all;
+  EXPECT_NE(all.find("halving_doubling) #1"), std::string::npos) << all;
+}
+
+// ---- blocking forms -------------------------------------------------------
+
+TEST(BlockingForms, WaitOutsideTheSimulatorLoopDrivesIt) {
+  sim::SimWorld w(2);
+  Tensor a(DType::kFloat32, {3}), b(DType::kFloat32, {3});
+  a.set(2, 5);
+  Work r = w.comm(1).irecv(b, 0);
+  Work s = w.comm(0).isend(a, 1);
+  r.wait();
+  s.wait();
+  EXPECT_EQ(b.get(2), 5.0);
+  EXPECT_EQ(r.source_rank(), 0);
+}
+
+TEST(BlockingForms, WaitWithATimeoutNamesTheOp) {
+  sim::SimWorld w(2);
+  Tensor b(DType::kFloat32, {3});
+  Work r = w.comm(1).irecv(b, 0, 4);
+  try {
+    r.wait(1'000'000);
+    ADD_FAILURE() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("irecv #1 on world from rank 0 (tag 4, float32 x 3)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(r.is_completed());
+}
+
+TEST(BlockingForms, BlockingWaitInsideASimulatedRankIsAUsageError) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {1});
+    if (c.rank() == 0) c.barrier().wait();
+    co_return;
+  });
+  EXPECT_EQ(error_kind(res, 0), ErrorKind::kUsage) << error_text(res, 0);
+  EXPECT_NE(error_text(res, 0).find("co_await"), std::string::npos);
+}
+
+// ---- edge cases -----------------------------------------------------------
+
+TEST(Collectives, CountZeroAndWorldOneComplete) {
+  for (int world : {1, 3}) {
+    sim::SimWorld w(world);
+    auto res = w.run([&](Communicator& c) -> Task<void> {
+      Tensor t(DType::kFloat32, {0});
+      for (Algorithm a : algorithms_for(CollectiveKind::kAllReduce))
+        co_await c.all_reduce(t, ReduceOp::kSum, {}, {a});
+      co_await c.broadcast(t, 0);
+      co_await c.reduce(t, 0);
+      co_await c.barrier();
+    });
+    EXPECT_TRUE(res.ok()) << res.describe();
+  }
+}
+
+TEST(Collectives, AverageDividesByTheGroupSize) {
+  sim::SimWorld w(4);
+  std::vector<double> out(4);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kBFloat16, {1});
+    t.set(0, c.rank() + 1);
+    co_await c.all_reduce(t, ReduceOp::kAvg);
+    out[static_cast<std::size_t>(c.rank())] = t.get(0);
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(out, (std::vector<double>{2.5, 2.5, 2.5, 2.5}));
+}
+
+TEST(Collectives, AllReduceIsBitwiseIdenticalOnEveryRankForInexactSums) {
+  for (Algorithm a : algorithms_for(CollectiveKind::kAllReduce)) {
+    for (int world : {3, 6, 8, 11}) {
+      sim::SimWorld w(world);
+      std::vector<Tensor> ts;
+      for (int r = 0; r < world; ++r) {
+        ts.emplace_back(DType::kFloat32, std::vector<std::int64_t>{1001});
+        for (std::size_t i = 0; i < 1001; ++i) ts.back().set(i, 1.0 / (r + 3.0) + 1e-3 * static_cast<double>(i));
+      }
+      auto res = w.run([&](Communicator& c) -> Task<void> {
+        co_await c.all_reduce(ts[static_cast<std::size_t>(c.rank())], ReduceOp::kSum, {}, {a});
+      });
+      ASSERT_TRUE(res.ok()) << res.describe();
+      for (int r = 1; r < world; ++r)
+        EXPECT_TRUE(reference::bitwise_equal(ts[0], ts[static_cast<std::size_t>(r)]))
+            << algorithm_name(a) << " world " << world << " rank " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace collie
