@@ -97,21 +97,27 @@ std::string format_scalar(DType dtype, double v) {
   return os.str();
 }
 
+namespace {
+// torch's list/0-d repr drops the trailing zero of whole floats: "1." not "1.0".
+std::string repr_value(const Tensor& t, std::size_t i) {
+  if (is_floating(t.dtype())) {
+    std::string s = format_scalar(t.dtype(), t.get(i));
+    if (s.size() > 2 && s.ends_with(".0")) s.pop_back();
+    return s;
+  }
+  if (t.dtype() == DType::kInt64) return std::to_string(t.get_int(i));
+  return format_scalar(t.dtype(), t.get(i));
+}
+}  // namespace
+
+std::string format_element(const Tensor& t, std::size_t i) { return "tensor(" + repr_value(t, i) + ")"; }
+
 std::string format_tensor(const Tensor& t) {
   std::ostringstream os;
   os << "tensor([";
   for (std::size_t i = 0; i < t.count(); ++i) {
     if (i) os << ", ";
-    if (is_floating(t.dtype())) {
-      std::string s = format_scalar(t.dtype(), t.get(i));
-      // torch's list repr drops the trailing zero of whole floats: "0." not "0.0".
-      if (s.size() > 2 && s.ends_with(".0")) s.pop_back();
-      os << s;
-    } else if (t.dtype() == DType::kInt64) {
-      os << t.get_int(i);
-    } else {
-      os << format_scalar(t.dtype(), t.get(i));
-    }
+    os << repr_value(t, i);
   }
   os << "]";
   if (t.dtype() != DType::kFloat32 && t.dtype() != DType::kInt64 && t.dtype() != DType::kBool)

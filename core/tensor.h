@@ -83,6 +83,10 @@ class Tensor {
 // Formats a value as torch prints a scalar of this dtype: "1.0", "4", "True".
 std::string format_scalar(DType dtype, double v);
 
+// Formats element i like torch's repr of the 0-d tensor t[i]: "tensor(1.)",
+// "tensor(4)", "tensor(True)".
+std::string format_element(const Tensor& t, std::size_t i);
+
 // Formats like torch's repr of a 1-D tensor: "tensor([0., 1.])" for floats,
 // "tensor([1, 2])" for integers.
 std::string format_tensor(const Tensor& t);
