@@ -9,10 +9,6 @@
 namespace collie::sim {
 
 namespace {
-// Payloads up to this size are copied when posted and the send completes at
-// injection; larger ones are read from the sender's buffer at delivery, and
-// the send completes then (the buffer must stay untouched until then anyway).
-constexpr std::size_t kCopyLimitBytes = 64 * 1024;
 
 Nanos bytes_to_ns(std::uint64_t bytes, double GBps) {
   if (GBps <= 0) return 0;
@@ -89,7 +85,11 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   f.cookie = cookie;
   f.borrowed = nullptr;
   f.copy.clear();
-  if (payload.size() <= kCopyLimitBytes) {
+  // Payloads up to the eager threshold are buffered when posted (the eager
+  // buffer of a real transport) and the send completes at injection; larger
+  // ones are read from the sender's buffer at delivery, and the send completes
+  // then, so the simulator holds no copy of them.
+  if (payload.size() <= model_.eager_threshold_bytes) {
     f.copy.assign(payload.begin(), payload.end());
     f.complete_on_delivery = false;
     if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
