@@ -196,6 +196,10 @@ Work issue(Communicator& comm, CaseState& s, const Group& g) {
 }  // namespace
 
 std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase>& cases) {
+  return run_and_check(world.world(), cases, "seed " + std::to_string(world.options().seed));
+}
+
+std::string run_and_check(LocalWorld& world, const std::vector<CollectiveCase>& cases, const std::string& context) {
   const int W = world.world_size();
   std::vector<CaseState> states;
   for (const CollectiveCase& c : cases) states.push_back(prepare(c, W));
@@ -207,8 +211,8 @@ std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase
     for (std::size_t k = 0; k < states.size(); ++k) works.push_back(issue(comm, states[k], groups[k]));
     co_await wait_all(works);
   };
-  sim::SimResult res = world.run(program);
-  if (!res.ok()) return "run failed (seed " + std::to_string(world.options().seed) + "): " + res.describe();
+  RunResult res = world.run(program, context);
+  if (!res.ok()) return "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
 
   for (const CaseState& s : states) {
     for (int r = 0; r < W; ++r) {
@@ -231,6 +235,97 @@ std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase
     }
   }
   return {};
+}
+
+CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng) {
+  CollectiveCase c;
+  c.op = op;
+  if (prng.below(2) == 0) {
+    for (int r = 0; r < world; ++r)
+      if (prng.below(2)) c.group.push_back(r);
+    if (c.group.empty()) c.group.push_back(static_cast<int>(prng.below(static_cast<std::uint64_t>(world))));
+  }
+  c.dtype = static_cast<DType>(prng.below(kNumDTypes));
+  std::vector<ReduceOp> ops;
+  for (int i = 0; i < kNumReduceOps; ++i)
+    if (!reduce_op_unsupported(static_cast<ReduceOp>(i), c.dtype)) ops.push_back(static_cast<ReduceOp>(i));
+  c.reduce_op = ops[prng.below(ops.size())];
+  static constexpr std::size_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 31, 61, 127, 257, 1021, 4099};
+  c.count = kCounts[prng.below(std::size(kCounts))];
+  std::vector<int> members = c.group;
+  if (members.empty())
+    for (int r = 0; r < world; ++r) members.push_back(r);
+  c.root = members[prng.below(members.size())];
+  std::vector<Algorithm> algs = algorithms_for(op);
+  algs.push_back(Algorithm::kAuto);
+  c.algorithm = algs[prng.below(algs.size())];
+  c.data_seed = prng.next();
+  return c;
+}
+
+std::string run_p2p_traffic(LocalWorld& world, sim::Prng& prng, int per_rank, const std::string& context) {
+  const int W = world.world_size();
+  if (W < 2) return {};
+  struct Msg {
+    int dst, tag;
+    std::size_t count;
+    std::int64_t value;
+  };
+  std::vector<std::vector<Msg>> plan(static_cast<std::size_t>(W));
+  for (int r = 0; r < W; ++r)
+    for (int i = 0; i < per_rank; ++i) {
+      int dst = static_cast<int>(prng.below(static_cast<std::uint64_t>(W - 1)));
+      if (dst >= r) ++dst;
+      static constexpr std::size_t kSizes[] = {1, 3, 100, 20000};
+      plan[static_cast<std::size_t>(r)].push_back(Msg{dst, static_cast<int>(prng.below(3)), kSizes[prng.below(4)],
+                                                      r * 1000000 + i});
+    }
+  std::vector<bool> reverse_tags(static_cast<std::size_t>(W));
+  for (auto&& b : reverse_tags) b = prng.below(2) == 1;
+  std::string failure;
+  auto program = [&](Communicator& c) -> Task<void> {
+    const auto me = static_cast<std::size_t>(c.rank());
+    std::vector<Tensor> out, in;
+    out.reserve(plan[me].size());
+    std::vector<Work> works;
+    for (const Msg& m : plan[me]) {
+      out.emplace_back(DType::kInt64, std::vector<std::int64_t>{static_cast<std::int64_t>(m.count)});
+      for (std::size_t k = 0; k < m.count; ++k) out.back().set_int(k, m.value + static_cast<std::int64_t>(k));
+      works.push_back(c.isend(out.back(), m.dst, m.tag));
+    }
+    struct Expect {
+      int src, tag;
+      std::size_t count;
+      std::int64_t value;
+    };
+    std::vector<Expect> expect;
+    for (int s = 0; s < W; ++s)
+      for (const Msg& m : plan[static_cast<std::size_t>(s)])
+        if (m.dst == c.rank()) expect.push_back(Expect{s, m.tag, m.count, m.value});
+    if (reverse_tags[me])
+      std::stable_sort(expect.begin(), expect.end(), [](const Expect& a, const Expect& b) { return a.tag > b.tag; });
+    in.reserve(expect.size());
+    std::vector<Work> recvs;
+    for (const Expect& e : expect) {
+      in.emplace_back(DType::kInt64, std::vector<std::int64_t>{static_cast<std::int64_t>(e.count)});
+      recvs.push_back(c.irecv(in.back(), e.src, e.tag));
+    }
+    co_await wait_all(recvs);
+    for (std::size_t k = 0; k < expect.size() && failure.empty(); ++k)
+      for (std::size_t x = 0; x < expect[k].count; ++x)
+        if (in[k].get_int(x) != expect[k].value + static_cast<std::int64_t>(x)) {
+          failure = "rank " + std::to_string(me) + ": message " + std::to_string(k) + " from rank " +
+                    std::to_string(expect[k].src) + " (tag " + std::to_string(expect[k].tag) + ") element " +
+                    std::to_string(x) + " is " + std::to_string(in[k].get_int(x)) + ", expected " +
+                    std::to_string(expect[k].value + static_cast<std::int64_t>(x)) +
+                    " (a message overtook another, or was corrupted)";
+          break;
+        }
+    co_await wait_all(works);
+  };
+  RunResult res = world.run(program, context);
+  if (!res.ok()) return "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
+  return failure;
 }
 
 }  // namespace collie::conformance

@@ -19,6 +19,8 @@
 #include "core/frame.h"
 #include "core/reduce_op.h"
 #include "core/tensor.h"
+#include "core/local_world.h"
+#include "sim/prng.h"
 #include "sim/sim_world.h"
 
 namespace collie::conformance {
@@ -41,7 +43,19 @@ struct CollectiveCase {
 // Returns an empty string when every rank's every result equals the oracle
 // (and all_reduce results are bitwise identical across ranks, and ranks
 // outside a case's group are untouched); otherwise what differed, where.
+std::string run_and_check(LocalWorld& world, const std::vector<CollectiveCase>& cases, const std::string& context = "");
 std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase>& cases);
+
+// A random case of `op` for a world of `world` ranks, drawn from `prng`:
+// random group (the world half the time), dtype, supported reduce op, count
+// (0, 1, primes, up to a few thousand), root and algorithm (or auto).
+CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng);
+
+// Random point-to-point traffic on `world`: every rank sends `per_rank`
+// messages of random sizes to random peers on random tags, receivers post
+// matching receives in a random order of tags; checks every received value
+// (non-overtaking per (src, dst, tag)). Empty on success.
+std::string run_p2p_traffic(LocalWorld& world, sim::Prng& prng, int per_rank, const std::string& context = "");
 
 // The value generator used for inputs (exposed for tests of the oracle).
 void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_index);

@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -98,10 +99,25 @@ std::string format_scalar(DType dtype, double v) {
 }
 
 namespace {
-// torch's list/0-d repr drops the trailing zero of whole floats: "1." not "1.0".
-std::string repr_value(const Tensor& t, std::size_t i) {
+bool all_whole(const Tensor& t) {
+  for (std::size_t i = 0; i < t.count(); ++i) {
+    const double v = t.get(i);
+    if (std::isfinite(v) && v != std::trunc(v)) return false;
+  }
+  return true;
+}
+
+// torch's repr: whole floats as "1." ; otherwise every element with four
+// decimals ("0.5000"), as torch's default print options do.
+std::string repr_value(const Tensor& t, std::size_t i, bool whole) {
   if (is_floating(t.dtype())) {
-    std::string s = format_scalar(t.dtype(), t.get(i));
+    const double v = t.get(i);
+    if (!whole && std::isfinite(v)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.4f", v);
+      return buf;
+    }
+    std::string s = format_scalar(t.dtype(), v);
     if (s.size() > 2 && s.ends_with(".0")) s.pop_back();
     return s;
   }
@@ -110,14 +126,19 @@ std::string repr_value(const Tensor& t, std::size_t i) {
 }
 }  // namespace
 
-std::string format_element(const Tensor& t, std::size_t i) { return "tensor(" + repr_value(t, i) + ")"; }
+std::string format_element(const Tensor& t, std::size_t i) {
+  const double v = t.get(i);
+  const bool whole = !std::isfinite(v) || v == std::trunc(v);
+  return "tensor(" + repr_value(t, i, whole) + ")";
+}
 
 std::string format_tensor(const Tensor& t) {
   std::ostringstream os;
   os << "tensor([";
+  const bool whole = all_whole(t);
   for (std::size_t i = 0; i < t.count(); ++i) {
     if (i) os << ", ";
-    os << repr_value(t, i);
+    os << repr_value(t, i, whole);
   }
   os << "]";
   if (t.dtype() != DType::kFloat32 && t.dtype() != DType::kInt64 && t.dtype() != DType::kBool)

@@ -1,0 +1,98 @@
+#include <dlfcn.h>
+
+#include <algorithm>
+
+#include "backends/backend.h"
+#include "backends/plugin.h"
+#include "core/error.h"
+#include "sim/simulator.h"
+
+namespace collie {
+
+namespace {
+
+class SimBackend final : public InProcessBackend {
+ public:
+  explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network) {}
+  Transport& transport(int rank) override { return sim_.transport(rank); }
+  std::uint64_t trace_hash() const override { return sim_.trace_hash(); }
+  std::uint64_t events() const override { return sim_.events_processed(); }
+
+ private:
+  sim::Simulator sim_;
+};
+
+[[noreturn]] void usage(const std::string& msg) { throw Error(ErrorKind::kUsage, OpContext{}, msg); }
+
+}  // namespace
+
+BackendRegistry& BackendRegistry::builtin() {
+  static BackendRegistry* r = [] {
+    auto* reg = new BackendRegistry();
+    BackendInfo sim;
+    sim.name = "sim";
+    sim.description = "deterministic simulated network: virtual time, alpha-beta-gamma costs, one seed";
+    sim.selection = "--backend sim (the default); the scenario's network: section sets the cost model";
+    sim.simulated = true;
+    sim.create = [](const BackendOptions& o) { return std::make_unique<SimBackend>(o); };
+    reg->add(std::move(sim));
+    return reg;
+  }();
+  return *r;
+}
+
+void BackendRegistry::add(BackendInfo info) {
+  if (find(info.name)) usage("a backend named '" + info.name + "' is already registered");
+  backends_.push_back(std::make_unique<BackendInfo>(std::move(info)));
+}
+
+const BackendInfo* BackendRegistry::find(std::string_view name) const {
+  for (const auto& b : backends_)
+    if (b->name == name) return b.get();
+  return nullptr;
+}
+
+std::vector<const BackendInfo*> BackendRegistry::list() const {
+  std::vector<const BackendInfo*> out;
+  for (const auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+std::vector<std::string> BackendRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& b : backends_) out.push_back(b->name);
+  return out;
+}
+
+std::string BackendRegistry::load_plugin(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) usage("cannot load backend plugin " + path + ": " + dlerror());
+  using Entry = const CollieBackendPlugin* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(h, "collie_backend_plugin"));
+  if (!entry) {
+    dlclose(h);
+    usage("backend plugin " + path + " does not export collie_backend_plugin()");
+  }
+  const CollieBackendPlugin* p = entry();
+  if (!p || p->abi_version != COLLIE_PLUGIN_ABI_VERSION || !p->name || !p->create) {
+    dlclose(h);
+    usage("backend plugin " + path + " has ABI version " + std::to_string(p ? p->abi_version : -1) +
+          "; this collie needs " + std::to_string(COLLIE_PLUGIN_ABI_VERSION) + " with a name and a create function");
+  }
+  BackendInfo info;
+  info.name = p->name;
+  info.description = p->description ? p->description : "";
+  info.selection = "--backend-plugin " + path + " --backend " + info.name;
+  info.simulated = false;
+  const std::string name = info.name;
+  info.create = [p, name](const BackendOptions& o) {
+    InProcessBackend* b = p->create(&o);
+    if (!b) usage("backend plugin '" + name + "' failed to create a world of " + std::to_string(o.world_size));
+    return std::unique_ptr<InProcessBackend>(b);
+  };
+  add(std::move(info));
+  handles_.push_back(h);
+  return name;
+}
+
+}  // namespace collie

@@ -1,0 +1,57 @@
+// The conformance suite: what `collie conformance --backend NAME` runs.
+//
+// Two kinds of cases, both run on the backend under test:
+//   - every scenario marked `conformance: true` under the scenario folders,
+//     filed under its `feature`;
+//   - generated property cases: for each collective, random worlds, groups,
+//     dtypes, reduce ops, counts, roots and algorithms checked against the
+//     oracle; random point-to-point traffic; every dtype x reduce op.
+// Case names are stable for a given seed, so --filter and JUnit history work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace collie::conformance {
+
+struct SuiteOptions {
+  std::string backend = "sim";
+  const BackendRegistry* registry = nullptr;  // null: BackendRegistry::builtin()
+  std::vector<std::string> scenario_dirs;     // searched recursively for *.yaml
+  std::string filter;                         // ECMAScript regex on "feature/name"; empty: all
+  int cases_per_feature = 20;                 // generated property cases per feature
+  std::uint64_t seed = 1;                     // of the generated cases
+  // Called before each case: (index, total, "feature/name").
+  std::function<void(int, int, const std::string&)> progress;
+};
+
+struct CaseResult {
+  std::string feature;
+  std::string name;
+  std::string kind;      // "scenario" or "property"
+  bool passed = false;
+  std::string message;   // why it failed (first lines)
+  std::string replay;    // how to run it alone
+  double seconds = 0;
+};
+
+struct SuiteResult {
+  std::string backend;
+  std::vector<CaseResult> cases;
+  std::vector<std::string> load_errors;  // scenarios that did not load
+  bool passed() const;
+};
+
+SuiteResult run_conformance(const SuiteOptions& options);
+
+// The feature x result matrix, one row per feature.
+std::string format_matrix(const SuiteResult& r);
+
+// JUnit XML: one <testsuite> per feature, one <testcase> per case.
+std::string junit_xml(const std::string& suite_name, const std::vector<CaseResult>& cases);
+
+}  // namespace collie::conformance

@@ -1,0 +1,289 @@
+#include "scenario/expr.h"
+
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+
+namespace collie::scenario {
+
+struct Expr::Node {
+  enum Kind { kNum, kVar, kUnary, kBinary, kCall } kind;
+  double num = 0;
+  std::string name;  // variable, operator or function
+  std::vector<std::shared_ptr<const Node>> args;
+};
+
+namespace {
+
+using NodeP = std::shared_ptr<const Expr::Node>;
+
+class Parser {
+ public:
+  Parser(const std::string& s, const Location& where, const std::vector<std::string>& allowed)
+      : s_(s), where_(where), allowed_(allowed) {}
+
+  NodeP parse() {
+    NodeP n = parse_ternary();
+    skip();
+    if (pos_ < s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
+    return n;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    Location at = where_;
+    at.column += static_cast<int>(pos_);
+    throw ScenarioError(at, "in expression '" + s_ + "': " + msg);
+  }
+  void skip() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool word(const char* w) {
+    skip();
+    const std::size_t n = std::char_traits<char>::length(w);
+    if (s_.compare(pos_, n, w) != 0) return false;
+    const bool alpha = std::isalpha(static_cast<unsigned char>(w[0]));
+    if (alpha && pos_ + n < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_ + n])) || s_[pos_ + n] == '_'))
+      return false;
+    pos_ += n;
+    return true;
+  }
+  static NodeP bin(const std::string& op, NodeP a, NodeP b) {
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Expr::Node::kBinary;
+    n->name = op;
+    n->args = {std::move(a), std::move(b)};
+    return n;
+  }
+  static NodeP un(const std::string& op, NodeP a) {
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Expr::Node::kUnary;
+    n->name = op;
+    n->args = {std::move(a)};
+    return n;
+  }
+  // Python's conditional expression: a if cond else b (lowest precedence).
+  NodeP parse_ternary() {
+    NodeP a = parse_or();
+    if (!word("if")) return a;
+    NodeP cond = parse_or();
+    if (!word("else")) fail("expected 'else' in 'a if condition else b'");
+    NodeP b = parse_ternary();
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Expr::Node::kCall;
+    n->name = "if";
+    n->args = {std::move(cond), std::move(a), std::move(b)};
+    return n;
+  }
+  NodeP parse_or() {
+    NodeP l = parse_and();
+    while (word("or") || word("||")) l = bin("or", l, parse_and());
+    return l;
+  }
+  NodeP parse_and() {
+    NodeP l = parse_not();
+    while (word("and") || word("&&")) l = bin("and", l, parse_not());
+    return l;
+  }
+  NodeP parse_not() {
+    if (word("not")) return un("not", parse_not());
+    skip();
+    if (pos_ < s_.size() && s_[pos_] == '!' && (pos_ + 1 >= s_.size() || s_[pos_ + 1] != '=')) {
+      ++pos_;
+      return un("not", parse_not());
+    }
+    return parse_cmp();
+  }
+  NodeP parse_cmp() {
+    NodeP l = parse_add();
+    for (const char* op : {"==", "!=", "<=", ">=", "<", ">"}) {
+      if (word(op)) return bin(op, l, parse_add());
+    }
+    return l;
+  }
+  NodeP parse_add() {
+    NodeP l = parse_mul();
+    for (;;) {
+      if (word("+")) l = bin("+", l, parse_mul());
+      else if (word("-")) l = bin("-", l, parse_mul());
+      else return l;
+    }
+  }
+  NodeP parse_mul() {
+    NodeP l = parse_unary();
+    for (;;) {
+      if (word("//")) l = bin("//", l, parse_unary());
+      else if (word("*") ) {
+        if (pos_ < s_.size() && s_[pos_] == '*') fail("'**' is written without spaces inside");
+        l = bin("*", l, parse_unary());
+      } else if (word("/")) l = bin("/", l, parse_unary());
+      else if (word("%")) l = bin("%", l, parse_unary());
+      else return l;
+    }
+  }
+  NodeP parse_unary() {
+    if (word("-")) return un("-", parse_unary());
+    if (word("+")) return parse_unary();
+    return parse_pow();
+  }
+  NodeP parse_pow() {
+    NodeP base = parse_atom();
+    skip();
+    if (s_.compare(pos_, 2, "**") == 0) {
+      pos_ += 2;
+      return bin("**", base, parse_unary());
+    }
+    return base;
+  }
+  NodeP parse_atom() {
+    skip();
+    if (pos_ >= s_.size()) fail("expected a value at the end");
+    const char c = s_[pos_];
+    if (c == '(') {
+      ++pos_;
+      NodeP n = parse_ternary();
+      if (!word(")")) fail("expected ')'");
+      return n;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(s_.substr(pos_), &used);
+      } catch (const std::exception&) {
+        fail("bad number");
+      }
+      pos_ += used;
+      auto n = std::make_shared<Expr::Node>();
+      n->kind = Expr::Node::kNum;
+      n->num = v;
+      return n;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      const std::size_t start = pos_;
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+      std::string name = s_.substr(start, pos_ - start);
+      if (name == "True" || name == "true") return constant(1);
+      if (name == "False" || name == "false") return constant(0);
+      skip();
+      if (pos_ < s_.size() && s_[pos_] == '(') {
+        if (name != "min" && name != "max" && name != "abs") {
+          pos_ = start;
+          fail("unknown function '" + name + "' (known: min, max, abs)");
+        }
+        ++pos_;
+        auto n = std::make_shared<Expr::Node>();
+        n->kind = Expr::Node::kCall;
+        n->name = name;
+        n->args.push_back(parse_or());
+        while (word(",")) n->args.push_back(parse_or());
+        if (!word(")")) fail("expected ')' after the arguments of " + name);
+        const std::size_t want = name == "abs" ? 1 : 2;
+        if (n->args.size() != want) fail(name + " takes " + std::to_string(want) + " argument(s)");
+        return n;
+      }
+      bool ok = false;
+      for (const auto& a : allowed_) ok = ok || a == name;
+      if (!ok) {
+        pos_ = start;
+        std::string known;
+        for (const auto& a : allowed_) known += (known.empty() ? "" : ", ") + a;
+        fail("unknown variable '" + name + "' (here: " + (known.empty() ? "none" : known) + ")");
+      }
+      auto n = std::make_shared<Expr::Node>();
+      n->kind = Expr::Node::kVar;
+      n->name = name;
+      return n;
+    }
+    fail("unexpected '" + std::string(1, c) + "'");
+  }
+  static NodeP constant(double v) {
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Expr::Node::kNum;
+    n->num = v;
+    return n;
+  }
+
+  const std::string& s_;
+  Location where_;
+  const std::vector<std::string>& allowed_;
+  std::size_t pos_ = 0;
+};
+
+double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars) {
+  switch (n.kind) {
+    case Expr::Node::kNum: return n.num;
+    case Expr::Node::kVar: {
+      auto it = vars.find(n.name);
+      if (it == vars.end()) throw std::logic_error("variable '" + n.name + "' is not set");
+      return it->second;
+    }
+    case Expr::Node::kUnary: {
+      const double a = eval_node(*n.args[0], vars);
+      return n.name == "-" ? -a : (a == 0 ? 1.0 : 0.0);
+    }
+    case Expr::Node::kCall: {
+      const double a = eval_node(*n.args[0], vars);
+      if (n.name == "if") return eval_node(*n.args[a != 0 ? 1 : 2], vars);
+      if (n.name == "abs") return std::fabs(a);
+      const double b = eval_node(*n.args[1], vars);
+      return n.name == "min" ? std::min(a, b) : std::max(a, b);
+    }
+    case Expr::Node::kBinary: {
+      const std::string& op = n.name;
+      const double a = eval_node(*n.args[0], vars);
+      if (op == "and") return a != 0 ? (eval_node(*n.args[1], vars) != 0 ? 1.0 : 0.0) : 0.0;
+      if (op == "or") return a != 0 ? 1.0 : (eval_node(*n.args[1], vars) != 0 ? 1.0 : 0.0);
+      const double b = eval_node(*n.args[1], vars);
+      if (op == "+") return a + b;
+      if (op == "-") return a - b;
+      if (op == "*") return a * b;
+      if (op == "/") return a / b;
+      if (op == "//") return std::floor(a / b);
+      if (op == "%") return b == 0 ? NAN : a - b * std::floor(a / b);
+      if (op == "**") return std::pow(a, b);
+      if (op == "==") return a == b ? 1.0 : 0.0;
+      if (op == "!=") return a != b ? 1.0 : 0.0;
+      if (op == "<") return a < b ? 1.0 : 0.0;
+      if (op == "<=") return a <= b ? 1.0 : 0.0;
+      if (op == ">") return a > b ? 1.0 : 0.0;
+      if (op == ">=") return a >= b ? 1.0 : 0.0;
+      break;
+    }
+  }
+  return NAN;
+}
+
+bool uses_vars(const Expr::Node& n) {
+  if (n.kind == Expr::Node::kVar) return true;
+  for (const auto& a : n.args)
+    if (uses_vars(*a)) return true;
+  return false;
+}
+
+}  // namespace
+
+Expr Expr::parse(const std::string& text, const Location& where, const std::vector<std::string>& allowed) {
+  Expr e;
+  Parser p(text, where, allowed);
+  e.root_ = p.parse();
+  e.text_ = text;
+  return e;
+}
+
+Expr Expr::constant(double v) {
+  Expr e;
+  auto n = std::make_shared<Node>();
+  n->kind = Node::kNum;
+  n->num = v;
+  e.root_ = n;
+  std::string t = std::to_string(v);
+  e.text_ = t;
+  return e;
+}
+
+double Expr::eval(const std::map<std::string, double>& vars) const { return root_ ? eval_node(*root_, vars) : 0.0; }
+
+bool Expr::is_constant() const { return !root_ || !uses_vars(*root_); }
+
+}  // namespace collie::scenario

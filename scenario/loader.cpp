@@ -1,0 +1,781 @@
+#include "scenario/loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace collie::scenario {
+
+namespace {
+
+const std::vector<std::string> kPeerVars = {"rank", "world"};
+const std::vector<std::string> kInitVars = {"rank", "world", "i", "j"};
+const std::vector<std::string> kUpdateVars = {"rank", "world", "i", "j", "x"};
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  std::size_t best_d = 1000;
+  for (const auto& k : known) {
+    const std::size_t d = edit_distance(word, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  if (!best.empty() && best_d <= std::max<std::size_t>(2, word.size() / 3)) return " (did you mean '" + best + "'?)";
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  return " (expected one of: " + list + ")";
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  Location at(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    return Location{file_, m.line + 1, m.column + 1};
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ScenarioError(at(n), msg); }
+  [[noreturn]] void fail(const Location& l, const std::string& msg) const { throw ScenarioError(l, msg); }
+
+  static std::string kind_of(const YAML::Node& n) {
+    if (n.IsMap()) return "a mapping";
+    if (n.IsSequence()) return "a list";
+    if (n.IsNull()) return "nothing";
+    return "'" + n.Scalar() + "'";
+  }
+
+  void expect_map(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsMap()) fail(n, what + " must be a mapping of keys to values, not " + kind_of(n));
+  }
+
+  // Every key of `map` must be in `allowed`; keys appear once.
+  void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& what) const {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (!it->first.IsScalar()) fail(it->first, "keys of " + what + " must be plain words");
+      const std::string k = it->first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+        fail(it->first, "unknown key '" + k + "' in " + what + did_you_mean(k, allowed));
+      if (!seen.insert(k).second) fail(it->first, "key '" + k + "' appears twice in " + what);
+    }
+  }
+
+  YAML::Node require(const YAML::Node& map, const std::string& key, const std::string& what) const {
+    YAML::Node n = map[key];
+    if (!n) fail(map, what + " needs the key '" + key + "'");
+    return n;
+  }
+
+  long long as_int(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, what + " must be an integer, not " + kind_of(n));
+    const std::string& s = n.Scalar();
+    try {
+      std::size_t used = 0;
+      long long v = std::stoll(s, &used, 0);
+      if (used == s.size()) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, what + " must be an integer, not '" + s + "'");
+  }
+  std::uint64_t as_u64(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, what + " must be a non-negative integer, not " + kind_of(n));
+    const std::string& s = n.Scalar();
+    try {
+      std::size_t used = 0;
+      if (!s.empty() && s[0] != '-') {
+        unsigned long long v = std::stoull(s, &used, 0);
+        if (used == s.size()) return v;
+      }
+    } catch (const std::exception&) {
+    }
+    fail(n, what + " must be a non-negative integer, not '" + s + "'");
+  }
+  double as_double(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, what + " must be a number, not " + kind_of(n));
+    const std::string& s = n.Scalar();
+    if (s == ".inf" || s == "inf") return INFINITY;
+    if (s == "-.inf" || s == "-inf") return -INFINITY;
+    if (s == ".nan" || s == "nan") return NAN;
+    try {
+      std::size_t used = 0;
+      double v = std::stod(s, &used);
+      if (used == s.size()) return v;
+    } catch (const std::exception&) {
+    }
+    if (s == "true" || s == "True") return 1;
+    if (s == "false" || s == "False") return 0;
+    fail(n, what + " must be a number, not '" + s + "'");
+  }
+  bool as_bool(const YAML::Node& n, const std::string& what) const {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      if (s == "true" || s == "True" || s == "yes") return true;
+      if (s == "false" || s == "False" || s == "no") return false;
+    }
+    fail(n, what + " must be true or false, not " + kind_of(n));
+  }
+  std::string as_string(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, what + " must be a string, not " + kind_of(n));
+    return n.Scalar();
+  }
+  std::vector<int> as_rank_list(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsSequence()) fail(n, what + " must be a list of ranks, not " + kind_of(n));
+    std::vector<int> out;
+    for (const auto& e : n) out.push_back(static_cast<int>(as_int(e, "each entry of " + what)));
+    return out;
+  }
+  // An expression from a number or a string.
+  Expr as_expr(const YAML::Node& n, const std::string& what, const std::vector<std::string>& vars) const {
+    if (!n.IsScalar()) fail(n, what + " must be a number or an expression, not " + kind_of(n));
+    Location l = at(n);
+    if (n.Tag() == "!" ) l.column += 1;  // quoted: point inside the quotes
+    return Expr::parse(n.Scalar(), l, vars);
+  }
+
+ private:
+  std::string file_;
+};
+
+const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check",
+                                           "conformance", "feature", "network", "groups", "tensors", "program",
+                                           "programs", "outcome", "faults"};
+
+struct StepKeys {
+  StepKind kind;
+  const char* name;
+  std::vector<std::string> keys;
+};
+
+const std::vector<StepKeys>& step_table() {
+  static const std::vector<StepKeys> t = {
+      {StepKind::kSend, "send", {"tensor", "dst", "tag", "group"}},
+      {StepKind::kIsend, "isend", {"tensor", "dst", "tag", "group", "handle"}},
+      {StepKind::kRecv, "recv", {"tensor", "src", "tag", "group"}},
+      {StepKind::kIrecv, "irecv", {"tensor", "src", "tag", "group", "handle"}},
+      {StepKind::kWait, "wait", {"handle", "handles"}},
+      {StepKind::kBroadcast, "broadcast", {"tensor", "src", "group", "handle", "algorithm"}},
+      {StepKind::kReduce, "reduce", {"tensor", "dst", "reduce_op", "group", "handle", "algorithm"}},
+      {StepKind::kAllReduce, "all_reduce", {"tensor", "reduce_op", "group", "handle", "algorithm"}},
+      {StepKind::kScatter, "scatter", {"tensor", "src", "list", "group", "handle", "algorithm"}},
+      {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm"}},
+      {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm"}},
+      {StepKind::kBarrier, "barrier", {"group", "handle"}},
+      {StepKind::kNewGroup, "new_group", {"name", "members"}},
+      {StepKind::kPrint, "print", {"text"}},
+      {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source"}},
+      {StepKind::kUpdate, "update", {"tensor", "value"}},
+  };
+  return t;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> out;
+  for (const auto& s : step_table()) out.push_back(s.name);
+  return out;
+}
+
+const std::vector<std::string> kCommonStepKeys = {"op", "ranks", "if"};
+
+bool is_async_capable(StepKind k) {
+  return k == StepKind::kIsend || k == StepKind::kIrecv || k == StepKind::kBroadcast || k == StepKind::kReduce ||
+         k == StepKind::kAllReduce || k == StepKind::kScatter || k == StepKind::kGather ||
+         k == StepKind::kAllGather || k == StepKind::kBarrier;
+}
+
+class Loader {
+ public:
+  explicit Loader(std::string file) : r_(file), file_(std::move(file)) {}
+
+  Scenario load(const std::string& text) {
+    YAML::Node doc;
+    try {
+      doc = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw ScenarioError(Location{file_, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
+    }
+    if (!doc || doc.IsNull()) throw ScenarioError(Location{file_, 1, 1}, "the file is empty; a scenario starts with 'version: 1'");
+    r_.expect_map(doc, "a scenario");
+    r_.check_keys(doc, kTopKeys, "the scenario");
+    Scenario s;
+    s.file = file_;
+    s.where = r_.at(doc);
+    const YAML::Node v = r_.require(doc, "version", "a scenario");
+    s.version = static_cast<int>(r_.as_int(v, "version"));
+    if (s.version != kFormatVersion)
+      r_.fail(v, "unsupported format version " + std::to_string(s.version) + "; this collie reads version 1");
+    s.name = r_.as_string(r_.require(doc, "name", "a scenario"), "name");
+    if (doc["description"]) s.description = r_.as_string(doc["description"], "description");
+    const YAML::Node w = r_.require(doc, "world", "a scenario");
+    const long long world = r_.as_int(w, "world");
+    if (world < 1 || world > (1 << 20)) r_.fail(w, "world must be between 1 and 1048576, not " + std::to_string(world));
+    s.world = static_cast<int>(world);
+    if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend");
+    if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed");
+    if (doc["check"]) s.check = r_.as_bool(doc["check"], "check");
+    if (doc["conformance"]) s.conformance = r_.as_bool(doc["conformance"], "conformance");
+    if (doc["feature"]) s.feature = r_.as_string(doc["feature"], "feature");
+    if (doc["network"]) s.network = network(doc["network"]);
+    if (doc["faults"] && !doc["faults"].IsNull() && doc["faults"].size() > 0)
+      r_.fail(doc["faults"], "'faults' is reserved for fault injection, which this version of collie does not run yet");
+    if (doc["groups"]) groups(doc["groups"], s);
+    if (doc["tensors"]) tensors(doc["tensors"], s);
+    if (doc["program"] && doc["programs"]) r_.fail(doc["programs"], "a scenario has either 'program' (every rank) or 'programs' (per rank), not both");
+    if (doc["program"]) {
+      s.program = steps(doc["program"], "program");
+    } else if (doc["programs"]) {
+      const YAML::Node p = doc["programs"];
+      r_.expect_map(p, "programs");
+      for (auto it = p.begin(); it != p.end(); ++it) {
+        const int rank = static_cast<int>(r_.as_int(it->first, "a key of programs (a rank)"));
+        if (s.programs.count(rank)) r_.fail(it->first, "rank " + std::to_string(rank) + " has two programs");
+        rank_where_[rank] = r_.at(it->first);
+        s.programs[rank] = steps(it->second, "the program of rank " + std::to_string(rank));
+      }
+    } else {
+      r_.fail(doc, "a scenario needs 'program' (steps every rank runs) or 'programs' (steps per rank)");
+    }
+    if (doc["outcome"]) s.outcome = outcome(doc["outcome"]);
+    check_names(s);
+    check_world_impl(s);
+    return s;
+  }
+
+  void check_world_impl(const Scenario& s);
+
+ private:
+  sim::NetworkModel network(const YAML::Node& n) {
+    r_.expect_map(n, "network");
+    r_.check_keys(n, {"ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter"},
+                  "network");
+    sim::NetworkModel m;
+    if (n["ranks_per_node"]) m.ranks_per_node = static_cast<int>(r_.as_int(n["ranks_per_node"], "ranks_per_node"));
+    if (m.ranks_per_node < 0) r_.fail(n["ranks_per_node"], "ranks_per_node must be >= 0 (0: one node)");
+    auto link = [&](const YAML::Node& l, const char* what, sim::LinkModel& out) {
+      r_.expect_map(l, what);
+      r_.check_keys(l, {"alpha_us", "bandwidth_GBps"}, what);
+      if (l["alpha_us"]) out.alpha_us = r_.as_double(l["alpha_us"], "alpha_us");
+      if (l["bandwidth_GBps"]) out.bandwidth_GBps = r_.as_double(l["bandwidth_GBps"], "bandwidth_GBps");
+      if (out.alpha_us < 0 || !(out.bandwidth_GBps > 0)) r_.fail(l, std::string(what) + ": alpha_us must be >= 0 and bandwidth_GBps > 0");
+    };
+    if (n["intra"]) link(n["intra"], "network.intra", m.intra);
+    if (n["inter"]) link(n["inter"], "network.inter", m.inter);
+    if (n["reduce_GBps"]) {
+      m.reduce_GBps = r_.as_double(n["reduce_GBps"], "reduce_GBps");
+      if (m.reduce_GBps < 0) r_.fail(n["reduce_GBps"], "reduce_GBps must be >= 0 (0: reductions are free)");
+    }
+    if (n["eager_threshold_bytes"])
+      m.eager_threshold_bytes = r_.as_u64(n["eager_threshold_bytes"], "eager_threshold_bytes");
+    if (n["jitter"]) {
+      m.jitter_fraction = r_.as_double(n["jitter"], "jitter");
+      if (m.jitter_fraction < 0) r_.fail(n["jitter"], "jitter must be >= 0");
+    }
+    return m;
+  }
+
+  void groups(const YAML::Node& n, Scenario& s) {
+    r_.expect_map(n, "groups");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      GroupSpec g;
+      g.name = r_.as_string(it->first, "a group name");
+      g.where = r_.at(it->first);
+      if (g.name == "world") r_.fail(it->first, "'world' is the name of the whole world; choose another group name");
+      if (s.find_group(g.name)) r_.fail(it->first, "group '" + g.name + "' is defined twice");
+      g.ranks = r_.as_rank_list(it->second, "group '" + g.name + "'");
+      group_locs_[g.name] = r_.at(it->second);
+      s.groups.push_back(std::move(g));
+    }
+  }
+
+  void tensors(const YAML::Node& n, Scenario& s) {
+    r_.expect_map(n, "tensors");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      TensorSpec t;
+      t.name = r_.as_string(it->first, "a tensor name");
+      t.where = r_.at(it->first);
+      if (s.find_tensor(t.name)) r_.fail(it->first, "tensor '" + t.name + "' is defined twice");
+      const YAML::Node d = it->second;
+      const std::string what = "tensor '" + t.name + "'";
+      r_.expect_map(d, what);
+      r_.check_keys(d, {"dtype", "shape", "init", "values", "list"}, what);
+      const YAML::Node dt = r_.require(d, "dtype", what);
+      auto parsed = parse_dtype(r_.as_string(dt, "dtype"));
+      if (!parsed) {
+        std::vector<std::string> names;
+        for (int i = 0; i < kNumDTypes; ++i) names.emplace_back(dtype_name(static_cast<DType>(i)));
+        r_.fail(dt, "unknown dtype '" + dt.Scalar() + "'" + did_you_mean(dt.Scalar(), names));
+      }
+      t.dtype = *parsed;
+      if (d["shape"]) {
+        const YAML::Node sh = d["shape"];
+        if (sh.IsScalar()) {
+          t.shape = {r_.as_int(sh, "shape")};
+        } else if (sh.IsSequence()) {
+          for (const auto& e : sh) t.shape.push_back(r_.as_int(e, "each dimension of shape"));
+        } else {
+          r_.fail(sh, "shape must be a list of dimensions, not " + Reader::kind_of(sh));
+        }
+        for (auto dim : t.shape)
+          if (dim < 0 || dim > (1ll << 31)) r_.fail(sh, "shape dimensions must be between 0 and 2^31, not " + std::to_string(dim));
+      } else {
+        t.shape = {1};
+      }
+      if (d["list"]) t.list = r_.as_expr(d["list"], "list", kPeerVars);
+      if (d["init"] && d["values"]) r_.fail(d["values"], what + " has both 'init' and 'values'; give one");
+      if (d["values"]) {
+        const YAML::Node vs = d["values"];
+        if (!vs.IsSequence()) r_.fail(vs, "values must be a list of numbers, not " + Reader::kind_of(vs));
+        for (const auto& e : vs) t.values.push_back(r_.as_double(e, "each of values"));
+        if (t.values.size() != t.count())
+          r_.fail(vs, "mismatched shapes: " + what + " has " + std::to_string(t.count()) + " elements but " +
+                          std::to_string(t.values.size()) + " values");
+      } else if (d["init"]) {
+        t.init = r_.as_expr(d["init"], "init", kInitVars);
+      } else {
+        t.init = Expr::constant(0);
+      }
+      s.tensors.push_back(std::move(t));
+    }
+  }
+
+  std::vector<Step> steps(const YAML::Node& n, const std::string& what) {
+    if (!n.IsSequence()) r_.fail(n, what + " must be a list of steps, not " + Reader::kind_of(n));
+    std::vector<Step> out;
+    for (const auto& e : n) out.push_back(step(e));
+    return out;
+  }
+
+  Step step(const YAML::Node& n) {
+    r_.expect_map(n, "a step");
+    const YAML::Node opn = r_.require(n, "op", "a step");
+    const std::string op = r_.as_string(opn, "op");
+    const StepKeys* def = nullptr;
+    for (const auto& d : step_table())
+      if (op == d.name) def = &d;
+    if (!def) r_.fail(opn, "unknown op '" + op + "'" + did_you_mean(op, op_names()));
+    std::vector<std::string> allowed = kCommonStepKeys;
+    allowed.insert(allowed.end(), def->keys.begin(), def->keys.end());
+    r_.check_keys(n, allowed, "a '" + op + "' step");
+    Step s;
+    s.kind = def->kind;
+    s.where = r_.at(n);
+    const std::string what = "'" + op + "'";
+    if (n["ranks"]) s.ranks = r_.as_rank_list(n["ranks"], "ranks");
+    if (n["if"]) s.when = r_.as_expr(n["if"], "if", kPeerVars);
+    auto need = [&](const char* key) { return r_.require(n, key, "a " + what + " step"); };
+    auto str = [&](const char* key) { return r_.as_string(n[key], key); };
+    const bool takes_tensor = std::find(def->keys.begin(), def->keys.end(), "tensor") != def->keys.end();
+    if (takes_tensor && s.kind != StepKind::kExpect) s.tensor = r_.as_string(need("tensor"), "tensor");
+    if (s.kind == StepKind::kExpect && n["tensor"]) s.tensor = str("tensor");
+    if (n["list"]) s.list = str("list");
+    if (n["group"]) s.group = str("group");
+    if (n["handle"]) s.handle = str("handle");
+    s.tag = Expr::constant(0);
+    if (n["tag"]) s.tag = r_.as_expr(n["tag"], "tag", kPeerVars);
+    const char* peer_key = nullptr;
+    switch (s.kind) {
+      case StepKind::kSend:
+      case StepKind::kIsend:
+      case StepKind::kReduce:
+      case StepKind::kGather: peer_key = "dst"; break;
+      case StepKind::kRecv:
+      case StepKind::kIrecv:
+      case StepKind::kBroadcast:
+      case StepKind::kScatter: peer_key = "src"; break;
+      default: break;
+    }
+    if (peer_key) {
+      const bool is_recv = s.kind == StepKind::kRecv || s.kind == StepKind::kIrecv;
+      if (is_recv && !n[peer_key]) {
+        s.any_source = true;
+      } else {
+        const YAML::Node p = need(peer_key);
+        if (is_recv && p.IsScalar() && (p.Scalar() == "any" || p.Scalar() == "ANY")) s.any_source = true;
+        else s.peer = r_.as_expr(p, peer_key, kPeerVars);
+      }
+    }
+    if ((s.kind == StepKind::kScatter || s.kind == StepKind::kGather || s.kind == StepKind::kAllGather) && !n["list"])
+      need("list");
+    if (s.kind == StepKind::kIsend || s.kind == StepKind::kIrecv) need("handle");
+    if (n["reduce_op"]) {
+      auto o = parse_reduce_op(str("reduce_op"));
+      std::vector<std::string> names;
+      for (int i = 0; i < kNumReduceOps; ++i) names.emplace_back(reduce_op_name(static_cast<ReduceOp>(i)));
+      if (!o) r_.fail(n["reduce_op"], "unknown reduce_op '" + n["reduce_op"].Scalar() + "'" + did_you_mean(n["reduce_op"].Scalar(), names));
+      s.op = *o;
+    }
+    if (n["algorithm"]) {
+      auto a = parse_algorithm(str("algorithm"));
+      std::vector<std::string> names;
+      for (int i = 0; i <= static_cast<int>(Algorithm::kDissemination); ++i)
+        names.emplace_back(algorithm_name(static_cast<Algorithm>(i)));
+      if (!a) r_.fail(n["algorithm"], "unknown algorithm '" + n["algorithm"].Scalar() + "'" + did_you_mean(n["algorithm"].Scalar(), names));
+      s.algorithm = *a;
+    }
+    switch (s.kind) {
+      case StepKind::kWait:
+        if (n["handle"] && n["handles"]) r_.fail(n, "a 'wait' step takes 'handle' or 'handles', not both");
+        if (n["handles"]) {
+          const YAML::Node hs = n["handles"];
+          if (!hs.IsSequence()) r_.fail(hs, "handles must be a list of handle names");
+          for (const auto& h : hs) s.handles.push_back(r_.as_string(h, "a handle name"));
+        } else {
+          s.handles.push_back(r_.as_string(need("handle"), "handle"));
+        }
+        s.handle.clear();
+        break;
+      case StepKind::kNewGroup:
+        s.name = r_.as_string(need("name"), "name");
+        s.members = r_.as_rank_list(need("members"), "members");
+        break;
+      case StepKind::kPrint:
+        s.text = r_.as_string(need("text"), "text");
+        break;
+      case StepKind::kUpdate:
+        s.value = r_.as_expr(need("value"), "value", kUpdateVars);
+        s.has_value = true;
+        break;
+      case StepKind::kExpect:
+        if (n["equals"] && n["value"]) r_.fail(n["value"], "an 'expect' step takes 'equals' or 'value', not both");
+        if (n["equals"]) {
+          const YAML::Node e = n["equals"];
+          if (e.IsSequence()) {
+            for (const auto& x : e) s.equals.push_back(r_.as_double(x, "each of equals"));
+          } else {
+            s.value = r_.as_expr(e, "equals", kInitVars);
+            s.has_value = true;
+          }
+        } else if (n["value"]) {
+          s.value = r_.as_expr(n["value"], "value", kInitVars);
+          s.has_value = true;
+        }
+        if (n["tolerance"]) s.tolerance = r_.as_double(n["tolerance"], "tolerance");
+        if (n["source"]) s.source = r_.as_expr(n["source"], "source", kPeerVars);
+        if (s.tensor.empty() && !s.source) r_.fail(n, "an 'expect' step needs 'tensor' (with 'equals' or 'value') or 'handle' with 'source'");
+        if (!s.tensor.empty() && s.equals.empty() && !s.has_value)
+          r_.fail(n, "an 'expect' step on tensor '" + s.tensor + "' needs 'equals' or 'value'");
+        if (s.source && s.handle.empty()) r_.fail(n["source"], "'source' checks the receive of a 'handle'; name it");
+        break;
+      default:
+        break;
+    }
+    if (!s.handle.empty() && !is_async_capable(s.kind) && s.kind != StepKind::kExpect)
+      r_.fail(n["handle"], "a '" + op + "' step cannot take a handle");
+    return s;
+  }
+
+  Outcome outcome(const YAML::Node& n) {
+    Outcome o;
+    o.where = r_.at(n);
+    if (n.IsScalar()) {
+      if (n.Scalar() == "ok") return o;
+      r_.fail(n, "outcome must be 'ok', {error: KIND, ...} or {deadlock: [RANKS]}, not '" + n.Scalar() + "'");
+    }
+    r_.expect_map(n, "outcome");
+    r_.check_keys(n, {"error", "contains", "rank", "deadlock"}, "outcome");
+    if (n["error"] && n["deadlock"]) r_.fail(n, "an outcome is an error or a deadlock, not both");
+    if (n["error"]) {
+      o.kind = Outcome::kError;
+      const std::string k = r_.as_string(n["error"], "error");
+      std::vector<std::string> names;
+      for (int i = 0; i <= static_cast<int>(ErrorKind::kUsage); ++i) {
+        names.emplace_back(error_kind_name(static_cast<ErrorKind>(i)));
+        if (names.back() == k) o.error_kind = static_cast<ErrorKind>(i);
+      }
+      if (!o.error_kind && k != "any") r_.fail(n["error"], "unknown error kind '" + k + "'" + did_you_mean(k, names));
+      if (n["contains"]) o.contains = r_.as_string(n["contains"], "contains");
+      if (n["rank"]) o.rank = static_cast<int>(r_.as_int(n["rank"], "rank"));
+    } else if (n["deadlock"]) {
+      o.kind = Outcome::kDeadlock;
+      o.deadlocked_ranks = r_.as_rank_list(n["deadlock"], "deadlock");
+      if (n["contains"]) o.contains = r_.as_string(n["contains"], "contains");
+    } else {
+      r_.fail(n, "outcome needs 'error' or 'deadlock' (or write: outcome: ok)");
+    }
+    return o;
+  }
+
+  // Names: every tensor, list, group and handle a step refers to exists and
+  // is of the right sort; new groups and handles are not defined twice.
+  void check_names(const Scenario& s) {
+    auto check_prog = [&](const std::vector<Step>& prog) {
+      std::set<std::string> groups;
+      for (const auto& g : s.groups) groups.insert(g.name);
+      std::set<std::string> handles;
+      for (const Step& st : prog) {
+        auto tensor = [&](const std::string& name, bool want_list, const char* role) {
+          const TensorSpec* t = s.find_tensor(name);
+          if (!t) {
+            std::vector<std::string> names;
+            for (const auto& x : s.tensors) names.push_back(x.name);
+            r_.fail(st.where, "unknown tensor '" + name + "'" + (names.empty() ? std::string(" (no tensors are defined)") : did_you_mean(name, names)));
+          }
+          if (want_list && !t->list)
+            r_.fail(st.where, std::string(role) + " '" + name + "' must be a list tensor (give it 'list: N')");
+          if (!want_list && t->list)
+            r_.fail(st.where, std::string(role) + " '" + name + "' is a list; this step needs a single tensor");
+          return t;
+        };
+        auto any_tensor = [&](const std::string& name) {
+          const TensorSpec* t = s.find_tensor(name);
+          if (!t) {
+            std::vector<std::string> names;
+            for (const auto& x : s.tensors) names.push_back(x.name);
+            r_.fail(st.where, "unknown tensor '" + name + "'" + (names.empty() ? std::string(" (no tensors are defined)") : did_you_mean(name, names)));
+          }
+          return t;
+        };
+        if (!st.group.empty() && st.group != "world" && !groups.count(st.group)) {
+          std::vector<std::string> names(groups.begin(), groups.end());
+          r_.fail(st.where, "unknown group '" + st.group + "'" + (names.empty() ? std::string(" (no groups are defined)") : did_you_mean(st.group, names)));
+        }
+        switch (st.kind) {
+          case StepKind::kAllGather: {
+            const TensorSpec* in = tensor(st.tensor, false, "tensor");
+            const TensorSpec* out = tensor(st.list, true, "list");
+            shapes_match(st, *in, *out);
+            break;
+          }
+          case StepKind::kScatter:
+          case StepKind::kGather: {
+            const TensorSpec* in = tensor(st.tensor, false, "tensor");
+            const TensorSpec* l = tensor(st.list, true, "list");
+            shapes_match(st, *in, *l);
+            break;
+          }
+          case StepKind::kExpect:
+            if (!st.tensor.empty()) {
+              const TensorSpec* t = any_tensor(st.tensor);
+              if (!st.equals.empty() && st.equals.size() != t->count())
+                r_.fail(st.where, "mismatched shapes: tensor '" + st.tensor + "' has " + std::to_string(t->count()) +
+                                      " elements per tensor but 'equals' lists " + std::to_string(st.equals.size()));
+            }
+            if (!st.handle.empty() && !handles.count(st.handle))
+              r_.fail(st.where, "unknown handle '" + st.handle + "'");
+            break;
+          case StepKind::kUpdate:
+            any_tensor(st.tensor);
+            break;
+          case StepKind::kWait:
+            for (const auto& h : st.handles)
+              if (!handles.count(h)) {
+                std::vector<std::string> names(handles.begin(), handles.end());
+                r_.fail(st.where, "unknown handle '" + h + "'" + (names.empty() ? std::string(" (no async op before this step names one)") : did_you_mean(h, names)));
+              }
+            break;
+          case StepKind::kNewGroup:
+            if (st.name == "world" || groups.count(st.name)) r_.fail(st.where, "group '" + st.name + "' is defined twice");
+            groups.insert(st.name);
+            break;
+          case StepKind::kPrint:
+          case StepKind::kBarrier:
+            break;
+          default:
+            if (!st.tensor.empty()) tensor(st.tensor, false, "tensor");
+            break;
+        }
+        if (!st.handle.empty() && st.kind != StepKind::kExpect) {
+          if (!handles.insert(st.handle).second)
+            r_.fail(st.where, "handle '" + st.handle + "' is defined twice in this program");
+        }
+      }
+    };
+    check_prog(s.program);
+    for (const auto& [rank, prog] : s.programs) check_prog(prog);
+  }
+
+  void shapes_match(const Step& st, const TensorSpec& t, const TensorSpec& l) {
+    if (t.dtype != l.dtype || t.count() != l.count())
+      r_.fail(st.where, "mismatched shapes: each entry of list '" + l.name + "' is " + std::string(dtype_name(l.dtype)) +
+                            " x " + std::to_string(l.count()) + " but tensor '" + t.name + "' is " +
+                            std::string(dtype_name(t.dtype)) + " x " + std::to_string(t.count()));
+  }
+
+ public:
+  Reader r_;
+  std::string file_;
+  std::map<std::string, Location> group_locs_;
+  std::map<int, Location> rank_where_;
+};
+
+std::map<std::string, double> vars_for(int rank, int world) {
+  return {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
+}
+
+bool integral(double v) { return std::isfinite(v) && v == std::floor(v); }
+
+void Loader::check_world_impl(const Scenario& s) {
+  const int W = s.world;
+  std::map<std::string, std::vector<int>> groups;
+  for (const auto& g : s.groups) {
+    if (g.ranks.empty()) r_.fail(g.where, "group '" + g.name + "' has no ranks");
+    std::set<int> seen;
+    for (int r : g.ranks) {
+      if (r < 0 || r >= W)
+        r_.fail(group_locs_.count(g.name) ? group_locs_[g.name] : g.where,
+                "rank " + std::to_string(r) + " in group '" + g.name + "' is out of range for world " + std::to_string(W));
+      if (!seen.insert(r).second) r_.fail(g.where, "rank " + std::to_string(r) + " is listed twice in group '" + g.name + "'");
+    }
+    groups[g.name] = std::vector<int>(seen.begin(), seen.end());
+  }
+  for (const auto& [rank, where] : rank_where_)
+    if (rank < 0 || rank >= W) r_.fail(where, "program for rank " + std::to_string(rank) + " is out of range for world " + std::to_string(W));
+  for (const auto& t : s.tensors) {
+    if (t.list) {
+      const double n = t.list->eval(vars_for(0, W));
+      if (!integral(n) || n < 0 || n > 1e6) r_.fail(t.where, "list of tensor '" + t.name + "' must be a count >= 0, not " + std::to_string(n));
+    }
+  }
+  if (s.outcome.rank && (*s.outcome.rank < 0 || *s.outcome.rank >= W))
+    r_.fail(s.outcome.where, "outcome rank " + std::to_string(*s.outcome.rank) + " is out of range for world " + std::to_string(W));
+  for (int r : s.outcome.deadlocked_ranks)
+    if (r < 0 || r >= W) r_.fail(s.outcome.where, "deadlocked rank " + std::to_string(r) + " is out of range for world " + std::to_string(W));
+
+  auto check_prog = [&](const std::vector<Step>& prog, std::optional<int> only_rank) {
+    auto grp = groups;
+    for (const Step& st : prog) {
+      if (st.ranks)
+        for (int r : *st.ranks)
+          if (r < 0 || r >= W) r_.fail(st.where, "rank " + std::to_string(r) + " in 'ranks' is out of range for world " + std::to_string(W));
+      if (st.kind == StepKind::kNewGroup) {
+        std::set<int> seen;
+        for (int r : st.members) {
+          if (r < 0 || r >= W) r_.fail(st.where, "rank " + std::to_string(r) + " in members is out of range for world " + std::to_string(W));
+          if (!seen.insert(r).second) r_.fail(st.where, "rank " + std::to_string(r) + " is listed twice in members");
+        }
+        if (seen.empty()) r_.fail(st.where, "new_group needs at least one member");
+        grp[st.name] = std::vector<int>(seen.begin(), seen.end());
+        continue;
+      }
+      std::vector<int> members;
+      if (st.group.empty() || st.group == "world") {
+        for (int r = 0; r < W; ++r) members.push_back(r);
+      } else {
+        members = grp[st.group];
+      }
+      const std::string gname = st.group.empty() ? "world" : "group '" + st.group + "'";
+      const bool collective = st.kind == StepKind::kBroadcast || st.kind == StepKind::kReduce ||
+                              st.kind == StepKind::kAllReduce || st.kind == StepKind::kScatter ||
+                              st.kind == StepKind::kGather || st.kind == StepKind::kAllGather;
+      if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce) {
+        const TensorSpec* t = s.find_tensor(st.tensor);
+        if (auto why = reduce_op_unsupported(st.op, t->dtype)) r_.fail(st.where, *why);
+      }
+      if (collective && st.algorithm != Algorithm::kAuto) {
+        CollectiveKind k = CollectiveKind::kBroadcast;
+        if (st.kind == StepKind::kReduce) k = CollectiveKind::kReduce;
+        if (st.kind == StepKind::kAllReduce) k = CollectiveKind::kAllReduce;
+        if (st.kind == StepKind::kScatter) k = CollectiveKind::kScatter;
+        if (st.kind == StepKind::kGather) k = CollectiveKind::kGather;
+        if (st.kind == StepKind::kAllGather) k = CollectiveKind::kAllGather;
+        if (!algorithm_supports(st.algorithm, k))
+          r_.fail(st.where, "algorithm '" + std::string(algorithm_name(st.algorithm)) + "' does not implement " + step_kind_name(st.kind));
+      }
+      for (int r = 0; r < W; ++r) {
+        if (only_rank && r != *only_rank) continue;
+        if (st.ranks && std::find(st.ranks->begin(), st.ranks->end(), r) == st.ranks->end()) continue;
+        const auto vars = vars_for(r, W);
+        if (st.when && st.when->eval(vars) == 0) continue;
+        const bool member = std::binary_search(members.begin(), members.end(), r);
+        const std::string on = " on rank " + std::to_string(r);
+        if (st.tag.valid() && (st.kind == StepKind::kSend || st.kind == StepKind::kIsend || st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv)) {
+          const double tag = st.tag.eval(vars);
+          if (!integral(tag) || tag < 0 || tag > 2147483647.0)
+            r_.fail(st.where, "tag " + st.tag.text() + " is " + std::to_string(tag) + on + "; tags are integers >= 0");
+        }
+        if (st.peer && member) {
+          const double p = st.peer->eval(vars);
+          const bool is_root = collective;
+          const std::string what = is_root ? "root" : (st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv ? "src" : "dst");
+          if (!integral(p) || p < 0 || p >= W)
+            r_.fail(st.where, what + " " + st.peer->text() + " is " + std::to_string(static_cast<long long>(p)) + on +
+                                  ", out of range for world " + std::to_string(W));
+          if (!std::binary_search(members.begin(), members.end(), static_cast<int>(p)))
+            r_.fail(st.where, what + " " + std::to_string(static_cast<int>(p)) + on + " is not a member of " + gname);
+          if (st.kind == StepKind::kSend && static_cast<int>(p) == r)
+            r_.fail(st.where, "blocking send to itself" + on + " can never complete; use isend and irecv");
+        }
+        if (member && (st.kind == StepKind::kScatter || st.kind == StepKind::kGather || st.kind == StepKind::kAllGather)) {
+          const TensorSpec* l = s.find_tensor(st.list);
+          const int root = st.peer ? static_cast<int>(st.peer->eval(vars)) : -1;
+          const bool needs_list = st.kind == StepKind::kAllGather || root == r;
+          const double n = l->list->eval(vars);
+          if (needs_list && static_cast<std::size_t>(n) != members.size())
+            r_.fail(st.where, "list '" + l->name + "' has " + std::to_string(static_cast<long long>(n)) + " tensors but " +
+                                  gname + " has " + std::to_string(members.size()) + " ranks");
+        }
+        if (st.source) {
+          const double src = st.source->eval(vars);
+          if (!integral(src) || src < 0 || src >= W)
+            r_.fail(st.where, "source " + st.source->text() + " is out of range for world " + std::to_string(W));
+        }
+      }
+    }
+  };
+  check_prog(s.program, std::nullopt);
+  for (const auto& [rank, prog] : s.programs) check_prog(prog, rank);
+}
+
+}  // namespace
+
+std::size_t TensorSpec::count() const {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+const TensorSpec* Scenario::find_tensor(const std::string& n) const {
+  for (const auto& t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+const GroupSpec* Scenario::find_group(const std::string& n) const {
+  for (const auto& g : groups)
+    if (g.name == n) return &g;
+  return nullptr;
+}
+
+std::string step_kind_name(StepKind k) {
+  for (const auto& d : step_table())
+    if (d.kind == k) return d.name;
+  return "?";
+}
+
+Scenario load_text(const std::string& text, const std::string& file_name) {
+  Loader l(file_name);
+  return l.load(text);
+}
+
+Scenario load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(Location{path, 0, 0}, "cannot read the file");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return load_text(os.str(), path);
+}
+
+void check_world(const Scenario& s) {
+  // Locations of group rank lists are re-derived from the groups themselves.
+  Loader l(s.file);
+  l.check_world_impl(s);
+}
+
+}  // namespace collie::scenario

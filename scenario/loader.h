@@ -1,0 +1,25 @@
+// Reading scenario files.
+//
+// A scenario is checked completely when it is loaded: YAML syntax, every key
+// (unknown keys get a did-you-mean), every type, required keys, names of
+// tensors, groups and handles (unknown or duplicate), ranks and roots against
+// the world size (evaluated for every rank a step applies to), list lengths
+// against group sizes, shapes, reduce ops against dtypes. The first problem
+// is thrown as a ScenarioError naming file, line and column. Nothing runs
+// half-way: a scenario that loads is one the runner can execute.
+#pragma once
+
+#include <string>
+
+#include "scenario/scenario.h"
+
+namespace collie::scenario {
+
+Scenario load_file(const std::string& path);
+Scenario load_text(const std::string& text, const std::string& file_name);
+
+// The checks that depend on the world size; load_* run them. Run them again
+// after changing `world` (collie run --world).
+void check_world(const Scenario& s);
+
+}  // namespace collie::scenario

@@ -1,0 +1,67 @@
+// Running a scenario on a backend and judging it.
+//
+// Every rank interprets the scenario's steps as a coroutine over its
+// Communicator. Unless the scenario says `check: false`, every op is
+// recorded -- its inputs when issued and its outputs when complete -- and
+// after the run every collective call is compared with the reference oracle
+// (exact for integers and for exact float inputs; within the rounding a
+// different combination order can cause otherwise) and every receive with
+// the matching send. A scenario passes when its outcome (ok / error / deadlock)
+// is the expected one, every `expect` step held, and every check matched.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/transport.h"
+#include "scenario/scenario.h"
+
+namespace collie::scenario {
+
+struct RunOptions {
+  std::string backend;                  // empty: the scenario's own
+  std::optional<std::uint64_t> seed;    // overrides the scenario's
+  std::optional<int> world;             // overrides the scenario's (re-checked)
+  const BackendRegistry* registry = nullptr;  // null: BackendRegistry::builtin()
+};
+
+struct OutputLine {
+  int rank = 0;
+  Nanos time = 0;
+  std::string text;
+};
+
+struct ScenarioResult {
+  std::string file;
+  std::string name;
+  std::string feature;
+  std::string backend;
+  std::uint64_t seed = 0;
+  int world = 0;
+  bool passed = false;
+  std::string outcome;                // "ok", "error" or "deadlock": what happened
+  std::string detail;                 // the error or the deadlock report, when not ok
+  std::vector<std::string> failures;  // why it did not pass, one line each
+  std::vector<OutputLine> output;     // print steps, in the order they ran
+  Nanos virtual_time = 0;
+  std::uint64_t trace_hash = 0;
+  std::uint64_t events = 0;
+  bool simulated = false;
+  int checks = 0;                     // ops compared with the oracle or a send
+  double wall_seconds = 0;
+  std::string replay;                 // the command that replays this run
+};
+
+// Runs `s` as `options` say. Never throws for anything the scenario or the
+// backend does wrong: that is a failed result. Throws ScenarioError when a
+// --world override makes the scenario invalid, and Error(kUsage) for an
+// unknown backend.
+ScenarioResult run_scenario(const Scenario& s, const RunOptions& options);
+
+// Python's repr of a float ("4.0", "0.1", "1e-05"): how the seeds print items.
+std::string python_float(double v);
+
+}  // namespace collie::scenario

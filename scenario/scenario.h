@@ -1,0 +1,113 @@
+// A scenario: a job described in YAML (format version 1, documented key by
+// key in docs/scenarios.md) -- world, network model, groups, tensors, the
+// program every rank runs, and what the run must end with.
+//
+// The loader (loader.h) builds a Scenario and checks it completely before
+// anything runs: every error carries the file, line and column. The runner
+// (runner.h) interprets it on any backend and checks every op against the
+// reference oracle.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/reduce_op.h"
+#include "scenario/expr.h"
+#include "scenario/location.h"
+#include "sim/network_model.h"
+
+namespace collie::scenario {
+
+inline constexpr int kFormatVersion = 1;
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::optional<Expr> list;  // a list of this many tensors (of `shape` each); may use world
+  Expr init;                 // value of element i (of list entry j) on `rank`
+  std::vector<double> values;  // literal values instead of init (one per element)
+  Location where;
+  std::size_t count() const;  // elements per tensor
+};
+
+struct GroupSpec {
+  std::string name;
+  std::vector<int> ranks;
+  Location where;
+};
+
+enum class StepKind {
+  kSend, kIsend, kRecv, kIrecv, kWait,
+  kBroadcast, kReduce, kAllReduce, kScatter, kGather, kAllGather, kBarrier,
+  kNewGroup, kPrint, kExpect, kUpdate,
+};
+std::string step_kind_name(StepKind k);
+
+struct Step {
+  StepKind kind = StepKind::kBarrier;
+  Location where;
+  // Who runs it: every rank, unless `ranks` lists them or `when` is given.
+  std::optional<std::vector<int>> ranks;
+  std::optional<Expr> when;
+  // Arguments (which apply depends on kind; see docs/scenarios.md).
+  std::string tensor;              // the tensor (or list, for all_gather's output)
+  std::string list;                // scatter/gather list
+  std::string group;               // "" = world
+  std::optional<Expr> peer;        // dst / src / root (global rank)
+  bool any_source = false;         // recv/irecv src: any
+  Expr tag;                        // p2p tag (default 0)
+  ReduceOp op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+  std::string handle;              // async ops: the name of the Work; wait: the one to wait
+  std::vector<std::string> handles;  // wait: several
+  std::string text;                // print
+  std::vector<int> members;        // new_group
+  std::string name;                // new_group: the group's name
+  Expr value;                      // update / expect: element value (vars rank, world, i, j, x)
+  std::vector<double> equals;      // expect: literal values
+  bool has_value = false;
+  double tolerance = 0;            // expect: absolute tolerance for floats
+  std::optional<Expr> source;      // expect: the source rank a handle's receive matched
+};
+
+struct Outcome {
+  enum Kind { kOk, kError, kDeadlock } kind = kOk;
+  std::optional<ErrorKind> error_kind;
+  std::string contains;                // the error message contains this
+  std::optional<int> rank;             // the error is raised on this rank
+  std::vector<int> deadlocked_ranks;   // exactly these ranks are blocked
+  Location where;
+};
+
+struct Scenario {
+  std::string file;
+  int version = kFormatVersion;
+  std::string name;
+  std::string description;
+  int world = 1;
+  std::string backend = "sim";
+  std::uint64_t seed = 1;
+  sim::NetworkModel network;
+  bool check = true;          // compare every op with the oracle
+  bool conformance = false;   // part of `collie conformance`
+  std::string feature;        // its row in the conformance matrix
+  std::vector<GroupSpec> groups;
+  std::vector<TensorSpec> tensors;
+  std::vector<Step> program;                  // SPMD: every rank
+  std::map<int, std::vector<Step>> programs;  // per rank, instead of program
+  Outcome outcome;
+  Location where;             // of the document
+  bool has_faults = false;    // `faults:` is reserved for fault injection
+
+  const TensorSpec* find_tensor(const std::string& name) const;
+  const GroupSpec* find_group(const std::string& name) const;
+};
+
+}  // namespace collie::scenario
