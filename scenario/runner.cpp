@@ -73,6 +73,7 @@ struct Handle {
   Work work;
   std::function<void()> on_complete;  // records outputs
   bool done = false;
+  std::vector<std::string> reads, writes;  // tensors the op uses while in flight
 };
 
 struct RankState {
@@ -236,6 +237,7 @@ class Interpreter {
     }
     for (const Step& step : *prog) {
       if (!applies(step, st_)) continue;
+      check_conflicts(step, step.peer && static_cast<int>(step.peer->eval(vars(st_))) == st_.rank);
       co_await execute(step);
     }
     // Ops started asynchronously and never waited for finish here.
@@ -254,12 +256,69 @@ class Interpreter {
     if (h.on_complete) h.on_complete();
   }
 
+  // Which tensors a step reads and writes.
+  static void uses(const Step& s, bool is_root, std::vector<std::string>& reads, std::vector<std::string>& writes) {
+    switch (s.kind) {
+      case StepKind::kSend:
+      case StepKind::kIsend:
+      case StepKind::kPrint:
+      case StepKind::kExpect:
+        if (!s.tensor.empty()) reads.push_back(s.tensor);
+        break;
+      case StepKind::kRecv:
+      case StepKind::kIrecv:
+      case StepKind::kBroadcast:
+      case StepKind::kReduce:
+      case StepKind::kAllReduce:
+      case StepKind::kUpdate:
+        writes.push_back(s.tensor);
+        break;
+      case StepKind::kScatter:
+        writes.push_back(s.tensor);
+        if (is_root) reads.push_back(s.list);
+        break;
+      case StepKind::kGather:
+        reads.push_back(s.tensor);
+        if (is_root) writes.push_back(s.list);
+        break;
+      case StepKind::kAllGather:
+        reads.push_back(s.tensor);
+        writes.push_back(s.list);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // An op may not write a tensor that an unfinished async op uses, nor use
+  // one that an unfinished op writes (torch leaves the result undefined).
+  void check_conflicts(const Step& step, bool is_root) {
+    std::vector<std::string> reads, writes;
+    uses(step, is_root, reads, writes);
+    for (const auto& [name, h] : st_.handles) {
+      if (h.done) continue;
+      auto clash = [&](const std::vector<std::string>& mine, const std::vector<std::string>& theirs, const char* how) {
+        for (const auto& t : mine)
+          if (std::find(theirs.begin(), theirs.end(), t) != theirs.end())
+            sh_.failures.push_back(step.where.str() + ": rank " + std::to_string(st_.rank) + ": " +
+                                   step_kind_name(step.kind) + " uses tensor '" + t + "' while handle '" + name +
+                                   "' still " + how + " it; wait for '" + name + "' first");
+      };
+      clash(writes, h.writes, "writes");
+      clash(writes, h.reads, "reads");
+      clash(reads, h.writes, "writes");
+    }
+  }
+
   Task<void> launch(const Step& step, Work w, std::function<void()> on_complete) {
     if (!step.handle.empty()) {
-      st_.handles[step.handle] = Handle{std::move(w), std::move(on_complete), false};
+      Handle h{std::move(w), std::move(on_complete), false, {}, {}};
+      const bool is_root = step.peer && static_cast<int>(step.peer->eval(vars(st_))) == st_.rank;
+      uses(step, is_root, h.reads, h.writes);
+      st_.handles[step.handle] = std::move(h);
       co_return;
     }
-    Handle h{std::move(w), std::move(on_complete), false};
+    Handle h{std::move(w), std::move(on_complete), false, {}, {}};
     co_await finish(h);
   }
 

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libcli11-dev libasio-dev nlohmann-json3-dev
-  librapidcheck-dev libgtest-dev
+  librapidcheck-dev libgtest-dev libxml2-utils
 )
 # Peers for the side-by-side benchmarks (bench/); not needed for tests.
 if [[ "${COLLIE_WITH_PEERS:-0}" == "1" ]]; then

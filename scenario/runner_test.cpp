@@ -1,0 +1,253 @@
+// Running scenarios: what the tutorial scenarios print (the seeds' lines),
+// the oracle check catching a wrong answer, outcomes, determinism, plugins.
+#include "scenario/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "conformance/suite.h"
+#include "scenario/loader.h"
+#include "sim/simulator.h"
+
+namespace collie::scenario {
+namespace {
+
+std::string scenario_path(const std::string& rel) { return std::string(COLLIE_SOURCE_DIR) + "/scenarios/" + rel; }
+
+std::vector<std::string> lines_of(const ScenarioResult& r) {
+  std::vector<std::string> out;
+  for (const auto& l : r.output) out.push_back(l.text);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+ScenarioResult run_file(const std::string& rel, RunOptions o = {}) {
+  return run_scenario(load_file(scenario_path(rel)), o);
+}
+
+TEST(TutorialScenarios, PrintWhatTheSeedsPrint) {
+  struct Case {
+    const char* file;
+    std::vector<std::string> lines;
+  };
+  const std::vector<Case> cases = {
+      {"tutorial/send_recv_blocking.yaml", {"Rank  0  has data  tensor(1.)", "Rank  1  has data  tensor(1.)"}},
+      {"tutorial/send_recv_nonblocking.yaml",
+       {"Rank 0 started sending", "Rank 1 started receiving", "Rank 1 has data  tensor(0.)",
+        "Rank  0  has data  tensor(1.)", "Rank  1  has data  tensor(1.)"}},
+      {"tutorial/all_reduce_group.yaml", {"Rank  0  has data  tensor(2.)", "Rank  1  has data  tensor(2.)"}},
+      {"tutorial/all_reduce.yaml", {"[3] data = 4.0", "[0] data = 4.0", "[1] data = 4.0", "[2] data = 4.0"}},
+      // The seed's ranks 1..3 print Gloo's partial sums 3.0, 2.0, 1.0; collie leaves them unchanged.
+      {"tutorial/reduce.yaml", {"[1] data = 1.0", "[2] data = 1.0", "[0] data = 4.0", "[3] data = 1.0"}},
+      {"tutorial/gather.yaml", {"[0] data = [tensor([0.]), tensor([1.]), tensor([2.]), tensor([3.])]"}},
+      {"tutorial/all_gather.yaml",
+       {"[0] data = [tensor([0.]), tensor([1.]), tensor([2.]), tensor([3.])]",
+        "[2] data = [tensor([0.]), tensor([1.]), tensor([2.]), tensor([3.])]",
+        "[3] data = [tensor([0.]), tensor([1.]), tensor([2.]), tensor([3.])]",
+        "[1] data = [tensor([0.]), tensor([1.]), tensor([2.]), tensor([3.])]"}},
+      {"tutorial/broadcast.yaml",
+       {"[2] data = tensor([0.])", "[1] data = tensor([0.])", "[3] data = tensor([0.])", "[0] data = tensor([0.])"}},
+      {"tutorial/hello.yaml", {"[0] say hi!", "[2] say hi!", "[3] say hi!", "[1] say hi!"}},
+  };
+  for (const Case& c : cases) {
+    const ScenarioResult r = run_file(c.file);
+    EXPECT_TRUE(r.passed) << c.file << ": " << (r.failures.empty() ? "" : r.failures[0]);
+    EXPECT_EQ(lines_of(r), sorted(c.lines)) << c.file;
+  }
+}
+
+TEST(TutorialScenarios, EveryScenarioUnderScenariosPasses) {
+  int n = 0;
+  for (const auto& dir : {"tutorial", "p2p", "groups", "broadcast", "reduce", "all_reduce", "scatter", "gather",
+                          "all_gather", "barrier", "dtypes", "edge", "errors"}) {
+    for (const auto& e : std::filesystem::directory_iterator(scenario_path(dir))) {
+      if (e.path().extension() != ".yaml") continue;
+      ++n;
+      const ScenarioResult r = run_scenario(load_file(e.path().string()), {});
+      EXPECT_TRUE(r.passed) << e.path() << ":\n" << (r.failures.empty() ? "" : r.failures[0]);
+    }
+  }
+  EXPECT_GE(n, 58);  // 18 tutorial + at least 40 more
+}
+
+// A backend whose transport flips a bit in every payload: results are wrong
+// but nothing errors or hangs. The oracle check must notice without a single
+// `expect` step in the scenario.
+class CorruptingBackend final : public InProcessBackend {
+ public:
+  explicit CorruptingBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network) {
+    for (int r = 0; r < o.world_size; ++r) wrapped_.push_back(std::make_unique<Corrupting>(sim_.transport(r)));
+  }
+  Transport& transport(int rank) override { return *wrapped_[static_cast<std::size_t>(rank)]; }
+
+ private:
+  class Corrupting final : public Transport {
+   public:
+    explicit Corrupting(Transport& t) : t_(t) {}
+    int rank() const override { return t_.rank(); }
+    int world_size() const override { return t_.world_size(); }
+    void attach(FrameSink* s) override { t_.attach(s); }
+    void post_send(const FrameHeader& h, std::span<const std::byte> p, void* cookie) override {
+      if (p.empty()) return t_.post_send(h, p, cookie);
+      auto copy = std::make_shared<std::vector<std::byte>>(p.begin(), p.end());
+      (*copy)[0] ^= std::byte{0x40};
+      buffers_.push_back(copy);
+      t_.post_send(h, *copy, cookie);
+    }
+    void schedule(std::coroutine_handle<> h) override { t_.schedule(h); }
+    void schedule_after_compute(std::uint64_t b, std::coroutine_handle<> h) override { t_.schedule_after_compute(b, h); }
+    bool run_until(const std::function<bool()>& d, std::optional<Nanos> dl) override { return t_.run_until(d, dl); }
+    Nanos now() const override { return t_.now(); }
+
+   private:
+    Transport& t_;
+    std::vector<std::shared_ptr<std::vector<std::byte>>> buffers_;
+  };
+  sim::Simulator sim_;
+  std::vector<std::unique_ptr<Corrupting>> wrapped_;
+};
+
+TEST(OracleCheck, CatchesAWrongAnswerWithoutAnyExpectStep) {
+  BackendRegistry reg;
+  BackendInfo info;
+  info.name = "corrupting";
+  info.create = [](const BackendOptions& o) { return std::make_unique<CorruptingBackend>(o); };
+  reg.add(std::move(info));
+  const Scenario s = load_text(R"(
+version: 1
+name: plain all_reduce
+world: 4
+tensors: {t: {dtype: int32, shape: [8], init: "rank + i"}}
+program:
+  - {op: all_reduce, tensor: t}
+)", "plain.yaml");
+  RunOptions o;
+  o.backend = "corrupting";
+  o.registry = &reg;
+  const ScenarioResult r = run_scenario(s, o);
+  EXPECT_FALSE(r.passed);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_NE(r.failures[0].find("plain.yaml:7:5: all_reduce #1 on world: rank 0 element 0 is"), std::string::npos)
+      << r.failures[0];
+  EXPECT_NE(r.failures[0].find("the oracle says 6"), std::string::npos) << r.failures[0];
+  // The same scenario on the simulator passes.
+  EXPECT_TRUE(run_scenario(s, {}).passed);
+}
+
+TEST(Outcomes, AnUnexpectedDeadlockFailsWithTheReport) {
+  const Scenario s = load_text(R"(
+version: 1
+name: waits forever
+world: 2
+tensors: {t: {dtype: float32}}
+program:
+  - {op: recv, tensor: t, src: "1 - rank"}
+)", "w.yaml");
+  const ScenarioResult r = run_scenario(s, {});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.outcome, "deadlock");
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_NE(r.failures[0].find("expected the run to end ok, but: deadlock"), std::string::npos) << r.failures[0];
+  EXPECT_NE(r.replay.find("collie run w.yaml --backend sim --seed 1"), std::string::npos);
+}
+
+TEST(Outcomes, AnExpectedErrorThatDoesNotHappenFails) {
+  const Scenario s = load_text(R"(
+version: 1
+name: fine
+world: 2
+tensors: {t: {dtype: float32}}
+program:
+  - {op: all_reduce, tensor: t}
+outcome: {error: size_mismatch}
+)", "f.yaml");
+  const ScenarioResult r = run_scenario(s, {});
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.failures.at(0).find("f.yaml:8:10: expected an error 'size_mismatch', but the run ended ok"),
+            std::string::npos)
+      << r.failures.at(0);
+}
+
+TEST(Outcomes, AFailedExpectNamesTheStepAndTheRank) {
+  const Scenario s = load_text(R"(
+version: 1
+name: wrong expectation
+world: 2
+tensors: {t: {dtype: float32, init: 1}}
+program:
+  - {op: all_reduce, tensor: t}
+  - {op: expect, tensor: t, equals: [3]}
+)", "e.yaml");
+  const ScenarioResult r = run_scenario(s, {});
+  EXPECT_FALSE(r.passed);
+  ASSERT_EQ(r.failures.size(), 2u);  // one per rank, in the order they ran
+  std::vector<std::string> f = r.failures;
+  std::sort(f.begin(), f.end());
+  EXPECT_EQ(f[0], "e.yaml:8:5: rank 0: expect t: element 0 is 2.0, expected 3.0");
+  EXPECT_EQ(f[1], "e.yaml:8:5: rank 1: expect t: element 0 is 2.0, expected 3.0");
+}
+
+TEST(Determinism, SameSeedSameTraceAndOutputOtherSeedSameValues) {
+  RunOptions a, b;
+  a.seed = 11;
+  b.seed = 12;
+  const auto x = run_file("groups/overlapping_groups.yaml", a);
+  const auto y = run_file("groups/overlapping_groups.yaml", a);
+  const auto z = run_file("groups/overlapping_groups.yaml", b);
+  EXPECT_EQ(x.trace_hash, y.trace_hash);
+  EXPECT_EQ(x.virtual_time, y.virtual_time);
+  EXPECT_TRUE(x.passed && y.passed && z.passed);
+}
+
+TEST(WorldOverride, RechecksTheScenario) {
+  RunOptions o;
+  o.world = 7;
+  const auto r = run_file("all_reduce/ring_world6.yaml", o);
+  EXPECT_EQ(r.world, 7);
+  EXPECT_FALSE(r.passed);  // its expect steps assume 6 ranks
+  o.world = 2;
+  EXPECT_THROW(run_file("tutorial/int64_reduce_to_3.yaml", o), ScenarioError);  // root 3 of 2
+}
+
+TEST(Plugins, TheCorrectPluginPassesAndTheLossyOneFailsConformance) {
+  BackendRegistry reg;
+  EXPECT_EQ(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/loopback.so"), "loopback");
+  EXPECT_EQ(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/lossy_loopback.so"), "lossy_loopback");
+  EXPECT_THROW(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/loopback.so"), Error);  // the name is taken
+  EXPECT_THROW(reg.load_plugin("/nonexistent/plugin.so"), Error);
+  conformance::SuiteOptions o;
+  o.registry = &reg;
+  o.scenario_dirs = {scenario_path("")};
+  o.cases_per_feature = 10;
+  o.backend = "loopback";
+  const auto good = conformance::run_conformance(o);
+  EXPECT_TRUE(good.passed()) << conformance::format_matrix(good);
+  o.backend = "lossy_loopback";
+  const auto bad = conformance::run_conformance(o);
+  EXPECT_FALSE(bad.passed());
+  const std::string m = conformance::format_matrix(bad);
+  EXPECT_NE(m.find("FAIL"), std::string::npos);
+  EXPECT_NE(m.find("deadlock"), std::string::npos) << m;
+  EXPECT_NE(m.find("replay: collie"), std::string::npos) << m;
+}
+
+TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
+  std::vector<conformance::CaseResult> cs(2);
+  cs[0] = {"p2p", "a<b", "scenario", true, "", "r", 0.5};
+  cs[1] = {"p2p", "c", "property", false, "x & \"y\"\nmore", "collie run c", 0.25};
+  const std::string x = conformance::junit_xml("s", cs);
+  EXPECT_NE(x.find("<testsuites name=\"s\" tests=\"2\" failures=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"a&lt;b\""), std::string::npos);
+  EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
+}
+
+}  // namespace
+}  // namespace collie::scenario
