@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs the seed tutorial
-# on the simulator, printing what each rank holds.
+# The main job: installs what is missing, builds, and runs the tutorial
+# scenarios on the simulator -- each rank prints what it holds, as the
+# torch.distributed tutorials do, and every op is checked against the
+# reference oracle. Arguments go to `collie run` (e.g. --seed 7, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -Wno-dev > /dev/null
-cmake --build build -j2 --target seed_tutorial
-exec build/examples/seed_tutorial "$@"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -Wno-dev > /dev/null
+cmake --build build -j2 --target collie
+exec build/tools/collie run scenarios/tutorial/*.yaml "$@"
