@@ -9,12 +9,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/diagnosis.h"
+#include "core/observer.h"
 #include "core/transport.h"
+#include "sim/faults.h"
 #include "sim/network_model.h"
 
 namespace collie {
@@ -23,6 +27,8 @@ struct BackendOptions {
   int world_size = 1;
   std::uint64_t seed = 1;     // every random choice of a simulated backend
   sim::NetworkModel network;  // the simulator's cost model; other backends may ignore it
+  sim::FaultPlan faults;      // faults to inject; backends that cannot inject them ignore them
+  bool trace = false;         // record a trace (write_trace)
 };
 
 class InProcessBackend {
@@ -33,6 +39,13 @@ class InProcessBackend {
   // Simulated backends report a trace hash and event count; others 0.
   virtual std::uint64_t trace_hash() const { return 0; }
   virtual std::uint64_t events() const { return 0; }
+  // Receives every op and step event (fault injection, traces); may be null.
+  virtual OpObserver* observer() { return nullptr; }
+  // What the backend broke on purpose, and which ranks it crashed.
+  virtual std::vector<InjectedFault> injected_faults() const { return {}; }
+  virtual bool crashed(int rank) const { (void)rank; return false; }
+  // Writes the run's Chrome trace; false when the backend records none.
+  virtual bool write_trace(std::ostream& out, Nanos end) const { (void)out; (void)end; return false; }
 };
 
 struct BackendInfo {

@@ -5,6 +5,7 @@
 #include "backends/backend.h"
 #include "backends/plugin.h"
 #include "core/error.h"
+#include "sim/sim_world.h"
 #include "sim/simulator.h"
 
 namespace collie {
@@ -13,10 +14,20 @@ namespace {
 
 class SimBackend final : public InProcessBackend {
  public:
-  explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network) {}
+  explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network, o.faults) {
+    if (o.trace) sim_.enable_trace();
+  }
   Transport& transport(int rank) override { return sim_.transport(rank); }
   std::uint64_t trace_hash() const override { return sim_.trace_hash(); }
   std::uint64_t events() const override { return sim_.events_processed(); }
+  OpObserver* observer() override { return &sim_; }
+  std::vector<InjectedFault> injected_faults() const override { return sim::injected_faults(sim_); }
+  bool crashed(int rank) const override { return sim_.crashed(rank); }
+  bool write_trace(std::ostream& out, Nanos end) const override {
+    if (!sim_.trace()) return false;
+    sim_.trace()->write_chrome_json(out, end);
+    return true;
+  }
 
  private:
   sim::Simulator sim_;

@@ -51,7 +51,94 @@ struct Communicator::CollectiveCall {
   GroupState* group = nullptr;
   Fingerprint fp;
   std::function<Task<void>(CollectiveContext&)> body;
+  Nanos timeout_ns = 0;
 };
+
+namespace {
+
+struct WakeAt {
+  Transport* t;
+  Nanos when;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { t->schedule_at(when, h); }
+  void await_resume() const noexcept {}
+};
+
+std::string duration_text(Nanos ns) {
+  std::ostringstream os;
+  if (ns % 1000000 == 0) os << ns / 1000000 << " ms";
+  else if (ns % 1000 == 0) os << ns / 1000 << " us";
+  else os << ns << " ns";
+  return os.str();
+}
+
+// Fails the op behind `weak` if it has not completed by `deadline`, naming
+// what it still waits for.
+Spawned timeout_timer(MessageEngine& engine, Transport& t, Nanos deadline, Nanos timeout,
+                      std::weak_ptr<WorkState> weak, std::shared_ptr<OpInfo> info, bool collective,
+                      std::uint32_t context) {
+  co_await WakeAt{&t, deadline};
+  auto w = weak.lock();
+  if (!w || w->completed) co_return;
+  std::vector<int> peers;
+  const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info->seq), &peers)
+                                : engine.describe_waits(w, &peers);
+  std::string detail = "did not complete within " + duration_text(timeout);
+  if (!info->step.empty()) detail += " (at algorithm step '" + info->step + "')";
+  if (waits.empty()) {
+    detail += "; nothing of it is in flight (its peers never sent or never called it)";
+  } else {
+    detail += "; still waiting for ";
+    for (std::size_t i = 0; i < waits.size(); ++i) detail += (i ? ", " : "") + waits[i];
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  auto err = std::make_exception_ptr(Error(ErrorKind::kTimeout, info->context(peers), detail));
+  if (collective) engine.abort_collective(context, static_cast<std::uint64_t>(info->seq), err);
+  else engine.abort_p2p(w, err);
+}
+
+}  // namespace
+
+std::shared_ptr<OpInfo> Communicator::new_op(const std::string& op, const GroupState& g, std::int64_t seq) {
+  auto info = std::make_shared<OpInfo>();
+  info->rank = rank_;
+  info->op = op;
+  info->group = g.name;
+  info->seq = seq;
+  info->started_at = t_.now();
+  info->id = ++ops_issued_;
+  return info;
+}
+
+void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w,
+                         const GroupState& g, Nanos timeout_override, bool collective) {
+  if (OpObserver* obs = opts_.observer) {
+    obs->op_begin(rank_, info->id, *info, t_.now());
+    WorkState* raw = w.get();
+    Transport* t = &t_;
+    const int rank = rank_;
+    const std::uint64_t id = info->id;
+    w->on_finish = [obs, raw, t, rank, id] {
+      std::string err;
+      if (raw->error) {
+        try {
+          std::rethrow_exception(raw->error);
+        } catch (const std::exception& e) {
+          err = e.what();
+        } catch (...) {
+          err = "error";
+        }
+      }
+      obs->op_end(rank, id, err, t->now());
+    };
+  }
+  const Nanos timeout = timeout_override > 0 ? timeout_override
+                        : g.timeout_ns > 0   ? g.timeout_ns
+                                             : opts_.default_timeout_ns;
+  if (timeout > 0)
+    ops_.spawn(timeout_timer(engine_, t_, t_.now() + timeout, timeout, w, info, collective, g.coll_context));
+}
 
 Communicator::Communicator(Transport& transport, CommunicatorOptions options)
     : t_(transport),
@@ -86,7 +173,7 @@ void Communicator::invalid(const std::string& op, const GroupState& g, const std
   throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, op, g.name, -1, std::move(peers)}, detail);
 }
 
-Group Communicator::new_group(std::vector<int> ranks) {
+Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns) {
   const GroupState& w = *world_.state();
   if (ranks.empty()) invalid("new_group", w, "a group needs at least one rank");
   for (int r : ranks) {
@@ -105,6 +192,7 @@ Group Communicator::new_group(std::vector<int> ranks) {
   g->digest = group_digest(g->ranks);
   g->name = group_name(g->id, g->ranks);
   g->my_rank = index_in(*g, rank_);
+  g->timeout_ns = timeout_ns;
   engine_.register_context(g->p2p_context, g->digest, g->name);
   engine_.register_context(g->coll_context, g->digest, g->name);
   return Group(std::move(g));
@@ -154,12 +242,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     invalid(op, g, "a blocking send to itself can never complete; use isend and irecv", {peer});
   if (t.count > 0 && t.data == nullptr) invalid(op, g, "tensor has no data");
 
-  auto info = std::make_shared<OpInfo>();
-  info->rank = rank_;
-  info->op = op;
-  info->group = g.name;
-  info->seq = static_cast<std::int64_t>(++g.p2p_seq);
-  info->started_at = t_.now();
+  auto info = new_op(op, g, static_cast<std::int64_t>(++g.p2p_seq));
   std::shared_ptr<WorkState> w;
   if (is_send) {
     SendSpec s;
@@ -183,6 +266,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     << (any ? std::string("any rank") : "rank " + std::to_string(peer)) << " (tag " << tag << ", "
     << describe_tensor(t) << ")";
   w->description = d.str();
+  if (!w->completed) watch(info, w, g, 0, false);
   return Work(std::move(w));
 }
 
@@ -224,20 +308,16 @@ Spawned run_collective(MessageEngine& engine, std::unique_ptr<CollectiveContext>
 
 Work Communicator::launch(CollectiveCall call) {
   GroupState& g = *call.group;
-  auto info = std::make_shared<OpInfo>();
-  info->rank = rank_;
-  info->op = call.name;
-  info->group = g.name;
-  info->seq = static_cast<std::int64_t>(call.fp.seq);
+  auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
-  info->started_at = t_.now();
   auto outer = std::make_shared<WorkState>();
   outer->transport = &t_;
   outer->posted_at = t_.now();
   outer->description = "rank " + std::to_string(rank_) + ": " + describe_call(call.fp) + " on " + g.name;
+  watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
-  auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info);
+  auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info, opts_.observer);
   ops_.spawn(run_collective(engine_, std::move(ctx), std::move(call.body), outer));
   return Work(outer);
 }
@@ -255,6 +335,7 @@ Work Communicator::broadcast(TensorView t, int src, const Group& group, Collecti
     return a == Algorithm::kLinear ? algorithms::linear_broadcast(c, t, root)
                                    : algorithms::binomial_broadcast(c, t, root);
   };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -279,6 +360,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
     }
     if (op == ReduceOp::kAvg && c.rank() == root && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -302,6 +384,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
     }
     if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -333,6 +416,7 @@ Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> 
     return a == Algorithm::kLinear ? algorithms::linear_scatter(c, out, l, root)
                                    : algorithms::binomial_scatter(c, out, l, root);
   };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -364,6 +448,7 @@ Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> li
     return a == Algorithm::kLinear ? algorithms::linear_gather(c, in, l, root)
                                    : algorithms::binomial_gather(c, in, l, root);
   };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -385,6 +470,7 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
                         ++g.coll_seq, in.count};
   std::vector<TensorView> l(list.begin(), list.end());
   call.body = [in, l](CollectiveContext& c) { return algorithms::ring_all_gather(c, l, in); };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 
@@ -396,6 +482,7 @@ Work Communicator::barrier(const Group& group, CollectiveOptions o) {
   call.fp = Fingerprint{CollectiveKind::kBarrier, ReduceOp::kSum, static_cast<std::uint8_t>(a), DType::kUInt8, -1,
                         ++g.coll_seq, 0};
   call.body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
+  call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }
 

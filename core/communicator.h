@@ -29,6 +29,7 @@
 #include "core/algorithm.h"
 #include "core/group.h"
 #include "core/message_engine.h"
+#include "core/observer.h"
 #include "core/reduce_op.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -44,6 +45,12 @@ struct CommunicatorOptions {
   AlgorithmSelection selection;
   // Forces one algorithm for every collective it supports (kAuto: choose).
   Algorithm force_algorithm = Algorithm::kAuto;
+  // Every op that has not completed after this long on this rank's clock
+  // fails with a timeout error naming what it still waits for (torch's
+  // init_process_group timeout). 0: no timeout. Groups and ops may override.
+  Nanos default_timeout_ns = 0;
+  // Told about every op and algorithm step (traces, op-targeted faults).
+  OpObserver* observer = nullptr;
 };
 
 // Per-call options of a collective.
@@ -51,6 +58,8 @@ struct CollectiveOptions {
   // Forces an algorithm; it must implement the collective (else
   // invalid_argument). kAuto falls back to the communicator's choice.
   Algorithm algorithm = Algorithm::kAuto;
+  // Overrides the group's / communicator's timeout for this call; 0: inherit.
+  Nanos timeout_ns = 0;
 };
 
 class Communicator {
@@ -70,7 +79,7 @@ class Communicator {
   // Creates a group of `ranks` (any order, no duplicates, each in
   // [0, world_size)). Every rank must call it for every group, in the same
   // order. Non-members get a handle whose rank() is -1.
-  Group new_group(std::vector<int> ranks);
+  Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0);
   // This rank's rank in `g` (-1 if not a member), like torch's get_rank(group).
   int rank_in(const Group& g) const;
   // Translations; invalid_argument when the rank is not in the group.
@@ -116,6 +125,10 @@ class Communicator {
   const GroupState& resolve(const Group& g) const;
   Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g);
   Work launch(CollectiveCall call);
+  std::shared_ptr<OpInfo> new_op(const std::string& op, const GroupState& g, std::int64_t seq);
+  // Observer calls and the timeout timer of an op about to start.
+  void watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w, const GroupState& g,
+             Nanos timeout_override, bool collective);
   [[noreturn]] void invalid(const std::string& op, const GroupState& g, const std::string& detail,
                             std::vector<int> peers = {}) const;
   void check_root(const std::string& op, const GroupState& g, int root) const;
@@ -129,6 +142,7 @@ class Communicator {
   MessageEngine engine_;
   Group world_;
   int groups_created_ = 0;
+  std::uint64_t ops_issued_ = 0;
   SpawnRegistry ops_;
   std::vector<std::weak_ptr<WorkState>> open_ops_;  // for describe_pending()
 };

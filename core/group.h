@@ -29,6 +29,7 @@ struct GroupState {
   std::uint64_t coll_seq = 0;   // collectives issued so far
   std::uint64_t p2p_seq = 0;    // point-to-point ops issued so far
   std::string name;             // "world" or "group 1 {0,1}"
+  std::int64_t timeout_ns = 0;  // ops on this group time out after this; 0: the communicator's
 };
 
 class Group {

@@ -93,7 +93,7 @@ std::string LocalWorld::diagnose_collective_mismatch() const {
   return os.str();
 }
 
-RunResult LocalWorld::run(const RankProgram& program, const std::string& context) {
+RunResult LocalWorld::run(const RankProgram& program, const RunContext& context) {
   const std::size_t n = comms_.size();
   RunResult res;
   res.ranks.resize(n);
@@ -105,23 +105,45 @@ RunResult LocalWorld::run(const RankProgram& program, const std::string& context
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kDeadlock) throw;
     res.deadlocked = true;
-    std::ostringstream os;
-    for (std::size_t r = 0; r < n; ++r)
-      if (!res.ranks[r].finished) res.blocked_ranks.push_back(static_cast<int>(r));
-    os << "deadlock: at t=" << exec.now() << "ns no event can run and " << res.blocked_ranks.size() << " of " << n
-       << " ranks are blocked" << (context.empty() ? "" : " (" + context + ")") << "\n";
-    for (int r : res.blocked_ranks) {
-      auto pending = comms_[static_cast<std::size_t>(r)]->describe_pending();
-      os << "  rank " << r << ":";
-      if (pending.empty()) os << " blocked outside any op\n";
-      else os << "\n";
-      for (const auto& p : pending) os << "    " << p << "\n";
-    }
+    DiagnosisInput in;
+    in.now = exec.now();
+    in.label = context.label;
+    in.replay = context.replay;
+    if (context.faults) in.faults = context.faults();
     for (std::size_t r = 0; r < n; ++r) {
-      for (const auto& u : comms_[r]->describe_unexpected()) os << "  at rank " << r << ": " << u << "\n";
+      RankSnapshot s;
+      s.finished = res.ranks[r].finished;
+      if (res.ranks[r].error) {
+        try {
+          std::rethrow_exception(res.ranks[r].error);
+        } catch (const std::exception& x) {
+          s.error = x.what();
+        } catch (...) {
+          s.error = "error";
+        }
+      }
+      s.crashed = context.crashed && context.crashed(static_cast<int>(r));
+      MessageEngine& eng = comms_[r]->engine();
+      if (!s.finished && !s.crashed) {
+        s.waits = eng.waits();
+        s.collectives = eng.running_collectives();
+      }
+      s.unmatched = eng.unmatched();
+      in.ranks.push_back(std::move(s));
     }
-    os << diagnose_collective_mismatch();
-    res.deadlock_report = os.str();
+    Diagnosis d = diagnose(in);
+    res.blocked_ranks = d.blocked;
+    res.causes = d.causes;
+    res.deadlock_dot = d.dot;
+    res.deadlock_report = d.report;
+    const std::string mismatch = diagnose_collective_mismatch();
+    if (!mismatch.empty()) {
+      // Before the replay line: mismatched calls are the likeliest cause.
+      const auto at = res.deadlock_report.rfind("replay: ");
+      const std::string block = "mismatched collectives:\n" + mismatch;
+      if (at == std::string::npos) res.deadlock_report += block;
+      else res.deadlock_report.insert(at, block);
+    }
   }
   for (const RankOutcome& o : res.ranks) res.end_time = std::max(res.end_time, o.end_time);
   return res;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "core/diagnosis.h"
 #include "core/task.h"
 
 namespace collie {
@@ -40,7 +41,9 @@ struct RunResult {
   std::uint64_t frames = 0;
   bool deadlocked = false;
   std::vector<int> blocked_ranks;  // ranks that never finished, when deadlocked
-  std::string deadlock_report;     // per blocked rank: pending ops; unreceived messages; mismatches
+  std::string deadlock_report;     // the diagnosis (core/diagnosis.h), ending with the replay command
+  std::string deadlock_dot;        // the wait-for graph as Graphviz
+  std::vector<std::string> causes; // the diagnosis's root causes
 
   bool ok() const;               // every rank finished without an error
   // The first rank error as text, or the deadlock report, or "ok".
@@ -48,6 +51,15 @@ struct RunResult {
 };
 
 using RankProgram = std::function<Task<void>(Communicator&)>;
+
+// What a run's reports need from whoever drives it.
+struct RunContext {
+  std::string label;   // "seed 7", shown in reports
+  std::string replay;  // the command that replays the run, ending every report
+  // What the backend broke on purpose (lost frames, crashes), for diagnosis.
+  std::function<std::vector<InjectedFault>()> faults;
+  std::function<bool(int)> crashed;  // whether a rank crashed
+};
 
 class LocalWorld {
  public:
@@ -63,7 +75,10 @@ class LocalWorld {
   // Runs `program` on every rank (SPMD) to completion or deadlock. May be
   // called more than once. `program` must outlive the call. `context` is
   // printed in deadlock reports (e.g. "seed 7").
-  RunResult run(const RankProgram& program, const std::string& context = "");
+  RunResult run(const RankProgram& program, const RunContext& context);
+  RunResult run(const RankProgram& program, const std::string& label = "") {
+    return run(program, RunContext{label, "", nullptr, nullptr});
+  }
 
  private:
   std::string diagnose_collective_mismatch() const;

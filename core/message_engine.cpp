@@ -409,15 +409,82 @@ void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, st
   }
 }
 
+namespace {
+std::string who(const std::shared_ptr<const OpInfo>& info) {
+  if (!info) return std::string("internal");
+  std::string s = info->op;
+  if (info->seq >= 0) s += " #" + std::to_string(info->seq);
+  if (!info->group.empty()) s += " on " + info->group;
+  if (!info->step.empty()) s += " at step '" + info->step + "'";
+  return s;
+}
+}  // namespace
+
+std::vector<MessageEngine::Wait> MessageEngine::waits() const {
+  std::vector<Wait> out;
+  for (const PostedRecv& r : posted_)
+    out.push_back(Wait{false, r.spec.src, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
+                       r.work->posted_at, r.info});
+  for (const auto& [key, r] : inbound_)
+    out.push_back(Wait{false, key.first, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
+                       r.work->posted_at, r.info});
+  for (const auto& [id, s] : sends_) {
+    if (!s.work || !s.info || !s.awaiting_cts) continue;
+    out.push_back(Wait{true, s.header.dst, s.header.tag, s.header.context, s.header.fp.seq, s.buf.dtype, s.buf.count,
+                       s.work->posted_at, s.info});
+  }
+  return out;
+}
+
+std::vector<MessageEngine::Unmatched> MessageEngine::unmatched() const {
+  std::vector<Unmatched> out;
+  for (const StoredFrame& f : unexpected_) out.push_back(Unmatched{f.header});
+  return out;
+}
+
+std::vector<std::string> MessageEngine::describe_waits(std::uint32_t context, std::uint64_t seq,
+                                                       std::vector<int>* peers) const {
+  std::vector<std::string> out;
+  for (const Wait& w : waits()) {
+    if (w.context != context || w.seq != seq) continue;
+    out.push_back(std::string(w.is_send ? "rank " + std::to_string(w.peer) + " to receive" :
+                              (w.peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(w.peer))) +
+                  " (tag " + std::to_string(w.tag) + ", " + describe_payload(w.dtype, w.count) + ")");
+    if (peers && w.peer != kAnySource) peers->push_back(w.peer);
+  }
+  return out;
+}
+
+std::vector<std::string> MessageEngine::describe_waits(const std::shared_ptr<WorkState>& work,
+                                                       std::vector<int>* peers) const {
+  std::vector<std::string> out;
+  auto add = [&](bool is_send, int peer, std::int32_t tag, DType dt, std::uint64_t count) {
+    out.push_back(std::string(is_send ? "rank " + std::to_string(peer) + " to receive" :
+                              (peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(peer))) +
+                  " (tag " + std::to_string(tag) + ", " + describe_payload(dt, count) + ")");
+    if (peers && peer != kAnySource) peers->push_back(peer);
+  };
+  for (const PostedRecv& r : posted_)
+    if (r.work == work) add(false, r.spec.src, r.spec.tag, r.spec.buf.dtype, r.spec.buf.count);
+  for (const auto& [key, r] : inbound_)
+    if (r.work == work) add(false, key.first, r.spec.tag, r.spec.buf.dtype, r.spec.buf.count);
+  for (const auto& [id, s] : sends_)
+    if (s.work == work) add(true, s.header.dst, s.header.tag, s.buf.dtype, s.buf.count);
+  return out;
+}
+
+void MessageEngine::abort_p2p(const std::shared_ptr<WorkState>& work, std::exception_ptr err) {
+  std::erase_if(posted_, [&](const PostedRecv& r) { return r.work == work; });
+  for (auto it = inbound_.begin(); it != inbound_.end();) it = it->second.work == work ? inbound_.erase(it) : std::next(it);
+  // A send whose data is already on the wire is left to finish: the transport
+  // may still read its buffer. Only one still waiting for its receiver goes.
+  for (auto it = sends_.begin(); it != sends_.end();)
+    it = it->second.work == work && it->second.awaiting_cts ? sends_.erase(it) : std::next(it);
+  work->finish(std::move(err));
+}
+
 std::vector<std::string> MessageEngine::describe_pending() const {
   std::vector<std::string> out;
-  auto who = [](const std::shared_ptr<const OpInfo>& info) {
-    if (!info) return std::string("internal");
-    std::string s = info->op;
-    if (info->seq >= 0) s += " #" + std::to_string(info->seq);
-    if (!info->group.empty()) s += " on " + info->group;
-    return s;
-  };
   for (const PostedRecv& r : posted_) {
     std::ostringstream os;
     os << who(r.info) << ": waiting for a message from "

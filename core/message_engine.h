@@ -31,6 +31,7 @@
 
 #include "core/error.h"
 #include "core/frame.h"
+#include "core/op_info.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -39,20 +40,6 @@
 namespace collie {
 
 inline constexpr int kAnySource = -1;
-
-// Who an op is, for errors and pending-op reports. Shared by the sub-messages
-// of one collective.
-struct OpInfo {
-  int rank = -1;          // global rank running the op
-  std::string op;         // "send", "all_reduce", ...
-  std::string group;      // group name
-  std::int64_t seq = -1;  // sequence number in the group
-  Fingerprint fp;         // collectives only
-  Nanos started_at = 0;
-  OpContext context(std::vector<int> peers = {}) const {
-    return OpContext{rank, op, group, seq, std::move(peers)};
-  }
-};
 
 struct SendSpec {
   int dst = -1;                // global rank
@@ -108,6 +95,40 @@ class MessageEngine final : public FrameSink {
     Fingerprint fp;
   };
   std::vector<RunningCollective> running_collectives() const;
+
+  // What the collective (context, seq) -- or, for p2p, the op with `work` --
+  // still waits for: "rank 2 (tag 5, float32 x 4 (16 bytes))", one per item;
+  // `peers` gets the global ranks.
+  std::vector<std::string> describe_waits(std::uint32_t context, std::uint64_t seq, std::vector<int>* peers) const;
+  std::vector<std::string> describe_waits(const std::shared_ptr<WorkState>& work, std::vector<int>* peers) const;
+
+  // Fails a collective call and every sub-operation it has in flight.
+  void abort_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err) {
+    fail_collective(context, seq, std::move(err));
+  }
+  // Fails a point-to-point op that has not completed and forgets it.
+  void abort_p2p(const std::shared_ptr<WorkState>& work, std::exception_ptr err);
+
+  // Everything this rank is blocked on, for wait-for graphs: one entry per
+  // posted receive (peer = source or kAnySource) and per send waiting for
+  // its receiver (rendezvous).
+  struct Wait {
+    bool is_send = false;
+    int peer = kAnySource;
+    std::int32_t tag = 0;
+    std::uint32_t context = 0;
+    std::uint64_t seq = 0;       // collective sequence number, 0 for p2p
+    DType dtype = DType::kFloat32;
+    std::uint64_t count = 0;
+    Nanos since = 0;
+    std::shared_ptr<const OpInfo> info;
+  };
+  std::vector<Wait> waits() const;
+  // Messages that arrived and were never matched, for reports.
+  struct Unmatched {
+    FrameHeader header;
+  };
+  std::vector<Unmatched> unmatched() const;
 
   // One line per posted receive / unfinished send, for deadlock reports.
   std::vector<std::string> describe_pending() const;

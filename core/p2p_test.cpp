@@ -253,8 +253,12 @@ TEST(PointToPointDeadlock, HeadToHeadSendsAboveTheEagerThresholdDeadlockAndAreRe
   });
   EXPECT_TRUE(res.deadlocked);
   EXPECT_NE(res.deadlock_report.find("2 of 2 ranks are blocked"), std::string::npos) << res.deadlock_report;
-  EXPECT_NE(res.deadlock_report.find("send #1 on world: send to rank 1 (tag 0, float32 x 1000 (4000 bytes)) "
-                                     "waiting for the receiver to post a matching receive"),
+  EXPECT_NE(res.deadlock_report.find("send #1 on world: waits for rank 1 to post a matching receive (rendezvous "
+                                     "send, tag 0, float32 x 1000 (4000 bytes))"),
+            std::string::npos)
+      << res.deadlock_report;
+  EXPECT_NE(res.deadlock_report.find("wait-for cycle: 0 -> 1 -> 0 (each rank is blocked in a send the next one "
+                                     "never receives"),
             std::string::npos)
       << res.deadlock_report;
 }

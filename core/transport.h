@@ -80,6 +80,9 @@ class Transport {
   // the work synchronously and resume as schedule() does).
   virtual void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) = 0;
 
+  // Resumes `h` once this rank's clock (now()) reads at least `when`.
+  virtual void schedule_at(Nanos when, std::coroutine_handle<> h) = 0;
+
   // Runs callbacks and scheduled coroutines until `done()` is true, or until
   // `deadline` (absolute, in now()'s time) passes. Returns true when done()
   // became true, false on the deadline. Throws collie::Error(kDeadlock) when

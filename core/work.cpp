@@ -8,6 +8,11 @@ void WorkState::finish(std::exception_ptr err) {
   if (completed) return;
   completed = true;
   error = std::move(err);
+  if (on_finish) {
+    auto f = std::move(on_finish);
+    on_finish = nullptr;
+    f();
+  }
   if (waiter) {
     auto h = std::exchange(waiter, {});
     transport->schedule(h);

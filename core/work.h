@@ -11,6 +11,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct WorkState {
   std::coroutine_handle<> waiter;         // at most one coroutine awaits a Work
   std::string description;                // "recv #2 on world from 0 tag 0"
   Nanos posted_at = 0;
+  std::function<void()> on_finish;        // runs once, when the op finishes
 
   // Marks the op finished and schedules the awaiting coroutine, if any.
   // Later calls are ignored: the first outcome wins.

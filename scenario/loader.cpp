@@ -160,7 +160,7 @@ class Reader {
 
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
-                                           "programs", "outcome", "faults"};
+                                           "programs", "outcome", "faults", "timeout_us"};
 
 struct StepKeys {
   StepKind kind;
@@ -175,13 +175,13 @@ const std::vector<StepKeys>& step_table() {
       {StepKind::kRecv, "recv", {"tensor", "src", "tag", "group"}},
       {StepKind::kIrecv, "irecv", {"tensor", "src", "tag", "group", "handle"}},
       {StepKind::kWait, "wait", {"handle", "handles"}},
-      {StepKind::kBroadcast, "broadcast", {"tensor", "src", "group", "handle", "algorithm"}},
-      {StepKind::kReduce, "reduce", {"tensor", "dst", "reduce_op", "group", "handle", "algorithm"}},
-      {StepKind::kAllReduce, "all_reduce", {"tensor", "reduce_op", "group", "handle", "algorithm"}},
-      {StepKind::kScatter, "scatter", {"tensor", "src", "list", "group", "handle", "algorithm"}},
-      {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm"}},
-      {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm"}},
-      {StepKind::kBarrier, "barrier", {"group", "handle"}},
+      {StepKind::kBroadcast, "broadcast", {"tensor", "src", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kReduce, "reduce", {"tensor", "dst", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kAllReduce, "all_reduce", {"tensor", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kScatter, "scatter", {"tensor", "src", "list", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kBarrier, "barrier", {"group", "handle", "timeout_us"}},
       {StepKind::kNewGroup, "new_group", {"name", "members"}},
       {StepKind::kPrint, "print", {"text"}},
       {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source"}},
@@ -237,8 +237,12 @@ class Loader {
     if (doc["conformance"]) s.conformance = r_.as_bool(doc["conformance"], "conformance");
     if (doc["feature"]) s.feature = r_.as_string(doc["feature"], "feature");
     if (doc["network"]) s.network = network(doc["network"]);
-    if (doc["faults"] && !doc["faults"].IsNull() && doc["faults"].size() > 0)
-      r_.fail(doc["faults"], "'faults' is reserved for fault injection, which this version of collie does not run yet");
+    if (doc["faults"] && !doc["faults"].IsNull()) s.faults = faults(doc["faults"]);
+    if (doc["timeout_us"]) {
+      const double t = r_.as_double(doc["timeout_us"], "timeout_us");
+      if (!(t > 0)) r_.fail(doc["timeout_us"], "timeout_us must be > 0");
+      s.timeout_ns = static_cast<Nanos>(t * 1000);
+    }
     if (doc["groups"]) groups(doc["groups"], s);
     if (doc["tensors"]) tensors(doc["tensors"], s);
     if (doc["program"] && doc["programs"]) r_.fail(doc["programs"], "a scenario has either 'program' (every rank) or 'programs' (per rank), not both");
@@ -292,6 +296,33 @@ class Loader {
       if (m.jitter_fraction < 0) r_.fail(n["jitter"], "jitter must be >= 0");
     }
     return m;
+  }
+
+  // Each fault is a mapping {fault: KIND, key: value, ...} with the keys of
+  // the command line's --fault KIND:key=value,... (lists of ranks as lists).
+  sim::FaultPlan faults(const YAML::Node& n) {
+    if (!n.IsSequence()) r_.fail(n, "faults must be a list of {fault: KIND, ...} mappings, not " + Reader::kind_of(n));
+    sim::FaultPlan plan;
+    for (const auto& f : n) {
+      r_.expect_map(f, "a fault");
+      const YAML::Node kind = r_.require(f, "fault", "a fault");
+      std::string text = r_.as_string(kind, "fault") + ":";
+      bool first = true;
+      for (auto it = f.begin(); it != f.end(); ++it) {
+        const std::string key = r_.as_string(it->first, "a fault key");
+        if (key == "fault") continue;
+        std::string value;
+        if (it->second.IsSequence()) {
+          for (const auto& e : it->second) value += (value.empty() ? "" : "+") + r_.as_string(e, key);
+        } else {
+          value = r_.as_string(it->second, key);
+        }
+        text += (first ? "" : ",") + key + "=" + value;
+        first = false;
+      }
+      if (auto err = sim::parse_fault(text, plan)) r_.fail(f, *err);
+    }
+    return plan;
   }
 
   void groups(const YAML::Node& n, Scenario& s) {
@@ -424,6 +455,11 @@ class Loader {
       for (int i = 0; i < kNumReduceOps; ++i) names.emplace_back(reduce_op_name(static_cast<ReduceOp>(i)));
       if (!o) r_.fail(n["reduce_op"], "unknown reduce_op '" + n["reduce_op"].Scalar() + "'" + did_you_mean(n["reduce_op"].Scalar(), names));
       s.op = *o;
+    }
+    if (n["timeout_us"]) {
+      const double t = r_.as_double(n["timeout_us"], "timeout_us");
+      if (!(t > 0)) r_.fail(n["timeout_us"], "timeout_us must be > 0");
+      s.timeout_ns = static_cast<Nanos>(t * 1000);
     }
     if (n["algorithm"]) {
       auto a = parse_algorithm(str("algorithm"));
@@ -647,6 +683,18 @@ void Loader::check_world_impl(const Scenario& s) {
       if (!integral(n) || n < 0 || n > 1e6) r_.fail(t.where, "list of tensor '" + t.name + "' must be a count >= 0, not " + std::to_string(n));
     }
   }
+  auto fault_rank = [&](int r, const std::string& what) {
+    if (r >= W) r_.fail(s.where, "fault: " + what + " " + std::to_string(r) + " is out of range for world " + std::to_string(W));
+  };
+  for (const auto& f : s.faults.messages) {
+    fault_rank(f.src, "src");
+    fault_rank(f.dst, "dst");
+  }
+  for (const auto& c : s.faults.crashes) fault_rank(c.rank, "crash rank");
+  for (const auto& c : s.faults.slow) fault_rank(c.rank, "slow rank");
+  for (const auto& c : s.faults.skews) fault_rank(c.rank, "skew rank");
+  for (const auto& p : s.faults.partitions)
+    for (int r : p.a) fault_rank(r, "partition rank");
   if (s.outcome.rank && (*s.outcome.rank < 0 || *s.outcome.rank >= W))
     r_.fail(s.outcome.where, "outcome rank " + std::to_string(*s.outcome.rank) + " is out of range for world " + std::to_string(W));
   for (int r : s.outcome.deadlocked_ranks)

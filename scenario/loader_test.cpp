@@ -121,7 +121,11 @@ TEST(LoaderErrors, VersionAndReservedFaults) {
   EXPECT_EQ(error_of("version: 2\nname: x\nworld: 1\nprogram: []\n"),
             "t.yaml:1:10: error: unsupported format version 2; this collie reads version 1");
   EXPECT_EQ(error_of(std::string(kHead) + "faults: {drop: 1}\nprogram: []\n"),
-            "t.yaml:4:9: error: 'faults' is reserved for fault injection, which this version of collie does not run yet");
+            "t.yaml:4:9: error: faults must be a list of {fault: KIND, ...} mappings, not a mapping");
+  EXPECT_EQ(error_of(std::string(kHead) + "faults:\n  - {fault: drop, srcc: 1}\nprogram: []\n"),
+            "t.yaml:5:5: error: fault 'drop:srcc=1': unknown key 'srcc'");
+  EXPECT_EQ(error_of(std::string(kHead) + "faults:\n  - {fault: crash, rank: 5}\nprogram: []\n"),
+            "t.yaml:1:1: error: fault: crash rank 5 is out of range for world 2");
 }
 
 TEST(LoaderErrors, EmptyFileAndNotAMapping) {

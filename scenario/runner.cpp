@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -364,7 +365,7 @@ class Interpreter {
   }
 
   Task<void> execute(const Step& step) {
-    CollectiveOptions o{step.algorithm};
+    CollectiveOptions o{step.algorithm, step.timeout_ns};
     const Group g = group(step);
     const bool member = step.group.empty() || step.group == "world" || st_.groups[step.group].is_member();
     switch (step.kind) {
@@ -723,6 +724,10 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     std::ostringstream cmd;
     cmd << "collie run " << s.file << " --backend " << backend_name << " --seed " << s.seed;
     if (options.world) cmd << " --world " << *options.world;
+    for (const auto& f : options.fault_args) cmd << " --fault " << f;
+    if (options.random_faults_seed)
+      cmd << " --random-faults " << *options.random_faults_seed << (options.destructive_faults ? " --destructive" : "");
+    if (options.timeout_ns) cmd << " --timeout-us " << *options.timeout_ns / 1000;
     res.replay = cmd.str();
   }
 
@@ -735,6 +740,19 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   bo.world_size = s.world;
   bo.seed = s.seed;
   bo.network = s.network;
+  bo.faults = s.faults;
+  auto append = [](sim::FaultPlan& to, const sim::FaultPlan& from) {
+    to.messages.insert(to.messages.end(), from.messages.begin(), from.messages.end());
+    to.partitions.insert(to.partitions.end(), from.partitions.begin(), from.partitions.end());
+    to.degradations.insert(to.degradations.end(), from.degradations.begin(), from.degradations.end());
+    to.crashes.insert(to.crashes.end(), from.crashes.begin(), from.crashes.end());
+    to.slow.insert(to.slow.end(), from.slow.begin(), from.slow.end());
+    to.skews.insert(to.skews.end(), from.skews.begin(), from.skews.end());
+  };
+  append(bo.faults, options.extra_faults);
+  if (options.random_faults_seed)
+    append(bo.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
+  bo.trace = !options.trace_path.empty();
   std::unique_ptr<InProcessBackend> world_backend;
   try {
     world_backend = backend->create(bo);
@@ -749,14 +767,22 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   for (int r = 0; r < s.world; ++r) ts.push_back(&world_backend->transport(r));
   CommunicatorOptions co;
   co.eager_threshold_bytes = s.network.eager_threshold_bytes;
+  co.observer = world_backend->observer();
+  co.default_timeout_ns = options.timeout_ns ? *options.timeout_ns : s.timeout_ns;
   RunResult rr;
   {
     LocalWorld world(ts, co);
     std::vector<std::unique_ptr<Interpreter>> interp;
     for (int r = 0; r < s.world; ++r) interp.push_back(std::make_unique<Interpreter>(sh, world.comm(r)));
     auto program = [&](Communicator& c) -> Task<void> { co_await interp[static_cast<std::size_t>(c.rank())]->run(); };
+    RunContext ctx;
+    ctx.label = "seed " + std::to_string(s.seed);
+    ctx.replay = res.replay;
+    InProcessBackend* wb = world_backend.get();
+    ctx.faults = [wb] { return wb->injected_faults(); };
+    ctx.crashed = [wb](int r) { return wb->crashed(r); };
     try {
-      rr = world.run(program, "seed " + std::to_string(s.seed));
+      rr = world.run(program, ctx);
     } catch (const std::exception& e) {
       rr.deadlocked = false;
       res.outcome = "error";
@@ -766,6 +792,18 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     }
   }
   res.virtual_time = rr.end_time;
+  res.deadlock_dot = rr.deadlock_dot;
+  res.causes = rr.causes;
+  res.faults_injected = world_backend->injected_faults().size();
+  if (!options.trace_path.empty()) {
+    std::ofstream f(options.trace_path, std::ios::binary);
+    if (!world_backend->write_trace(f, rr.end_time))
+      res.failures.push_back("backend '" + backend_name + "' records no trace; --trace needs the simulator");
+  }
+  if (!options.dot_path.empty() && !rr.deadlock_dot.empty()) {
+    std::ofstream f(options.dot_path, std::ios::binary);
+    f << rr.deadlock_dot;
+  }
   res.trace_hash = world_backend->trace_hash();
   res.events = world_backend->events();
   res.output = std::move(sh.output);

@@ -26,6 +26,13 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;    // overrides the scenario's
   std::optional<int> world;             // overrides the scenario's (re-checked)
   const BackendRegistry* registry = nullptr;  // null: BackendRegistry::builtin()
+  sim::FaultPlan extra_faults;                // added to the scenario's (--fault)
+  std::vector<std::string> fault_args;        // their text, for the replay command
+  std::optional<std::uint64_t> random_faults_seed;  // add random_fault_plan(seed) (collie fuzz)
+  bool destructive_faults = false;            // ... including drops, partitions, crashes
+  std::optional<Nanos> timeout_ns;            // every op's timeout, overriding the scenario's
+  std::string trace_path;                     // write a Chrome trace here
+  std::string dot_path;                       // write the wait-for graph here (on deadlock)
 };
 
 struct OutputLine {
@@ -53,6 +60,9 @@ struct ScenarioResult {
   int checks = 0;                     // ops compared with the oracle or a send
   double wall_seconds = 0;
   std::string replay;                 // the command that replays this run
+  std::string deadlock_dot;           // the wait-for graph, when deadlocked
+  std::vector<std::string> causes;    // the diagnosis's root causes, when deadlocked
+  std::size_t faults_injected = 0;    // frames lost and ranks crashed on purpose
 };
 
 // Runs `s` as `options` say. Never throws for anything the scenario or the

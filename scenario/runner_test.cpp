@@ -104,6 +104,7 @@ class CorruptingBackend final : public InProcessBackend {
     }
     void schedule(std::coroutine_handle<> h) override { t_.schedule(h); }
     void schedule_after_compute(std::uint64_t b, std::coroutine_handle<> h) override { t_.schedule_after_compute(b, h); }
+    void schedule_at(Nanos when, std::coroutine_handle<> h) override { t_.schedule_at(when, h); }
     bool run_until(const std::function<bool()>& d, std::optional<Nanos> dl) override { return t_.run_until(d, dl); }
     Nanos now() const override { return t_.now(); }
 

@@ -20,6 +20,7 @@
 #include "core/reduce_op.h"
 #include "scenario/expr.h"
 #include "scenario/location.h"
+#include "sim/faults.h"
 #include "sim/network_model.h"
 
 namespace collie::scenario {
@@ -65,6 +66,7 @@ struct Step {
   Expr tag;                        // p2p tag (default 0)
   ReduceOp op = ReduceOp::kSum;
   Algorithm algorithm = Algorithm::kAuto;
+  Nanos timeout_ns = 0;            // collectives: this call's timeout
   std::string handle;              // async ops: the name of the Work; wait: the one to wait
   std::vector<std::string> handles;  // wait: several
   std::string text;                // print
@@ -104,7 +106,8 @@ struct Scenario {
   std::map<int, std::vector<Step>> programs;  // per rank, instead of program
   Outcome outcome;
   Location where;             // of the document
-  bool has_faults = false;    // `faults:` is reserved for fault injection
+  sim::FaultPlan faults;      // injected by the simulator
+  Nanos timeout_ns = 0;       // every op's timeout (0: none)
 
   const TensorSpec* find_tensor(const std::string& name) const;
   const GroupSpec* find_group(const std::string& name) const;

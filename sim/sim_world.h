@@ -19,7 +19,14 @@ struct SimOptions {
   // Forces one algorithm for every collective that has it (kAuto: choose).
   Algorithm force_algorithm = Algorithm::kAuto;
   AlgorithmSelection selection;
+  FaultPlan faults;              // injected deterministically
+  Nanos default_timeout_ns = 0;  // every op's timeout (0: none)
+  bool trace = false;            // record a Chrome trace (simulator().trace())
+  std::string replay;            // the command reports end with
 };
+
+// What the simulator broke, in the form deadlock diagnosis reads.
+std::vector<InjectedFault> injected_faults(const Simulator& sim);
 
 using SimResult = RunResult;
 using collie::RankOutcome;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -31,10 +32,17 @@ class Simulator::Endpoint final : public Transport {
   void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) override {
     sim_.schedule_after_compute(rank_, bytes, h);
   }
+  void schedule_at(Nanos when, std::coroutine_handle<> h) override {
+    // `when` is on this rank's (possibly skewed) clock.
+    const auto r = static_cast<std::size_t>(rank_);
+    const double global = (static_cast<double>(when) - sim_.skew_offset_ns_[r]) / sim_.skew_rate_[r];
+    const Nanos at = std::max(sim_.now_, static_cast<Nanos>(std::ceil(global)));
+    sim_.push(at, EventKind::kResume, rank_, h.address());
+  }
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override {
     return sim_.run_until(done, deadline);
   }
-  Nanos now() const override { return sim_.now_; }
+  Nanos now() const override { return sim_.local_time(rank_, sim_.now_); }
   FrameSink* sink() const { return sink_; }
 
  private:
@@ -43,14 +51,99 @@ class Simulator::Endpoint final : public Transport {
   FrameSink* sink_ = nullptr;
 };
 
-Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model)
-    : world_size_(world_size), seed_(seed), model_(model), prng_(seed) {
+Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, FaultPlan faults)
+    : world_size_(world_size), seed_(seed), model_(model), prng_(seed), plan_(std::move(faults)) {
   const auto n = static_cast<std::size_t>(world_size);
   endpoints_.reserve(n);
   for (int r = 0; r < world_size; ++r) endpoints_.push_back(std::make_unique<Endpoint>(*this, r));
   clocks_.assign(n, 0);
   nic_free_.assign(n, 0);
   cpu_free_.assign(n, 0);
+  crashed_.assign(n, false);
+  slow_.assign(n, 1.0);
+  skew_rate_.assign(n, 1.0);
+  skew_offset_ns_.assign(n, 0.0);
+  fault_names_ = plan_.describe();
+  auto valid = [&](int r) { return r >= 0 && r < world_size; };
+  for (const auto& s : plan_.slow)
+    if (valid(s.rank)) slow_[static_cast<std::size_t>(s.rank)] *= s.factor;
+  for (const auto& s : plan_.skews) {
+    if (!valid(s.rank)) continue;
+    skew_rate_[static_cast<std::size_t>(s.rank)] = s.rate;
+    skew_offset_ns_[static_cast<std::size_t>(s.rank)] = s.offset_us * 1000.0;
+  }
+  for (const auto& c : plan_.crashes)
+    if (valid(c.rank) && c.at_ns) push(*c.at_ns, EventKind::kCrash, c.rank, nullptr);
+}
+
+Nanos Simulator::local_time(int r, Nanos t) const {
+  const auto i = static_cast<std::size_t>(r);
+  if (skew_rate_[i] == 1.0 && skew_offset_ns_[i] == 0.0) return t;
+  return static_cast<Nanos>(std::llround(skew_offset_ns_[i] + skew_rate_[i] * static_cast<double>(t)));
+}
+
+void Simulator::enable_trace() {
+  if (!trace_) trace_ = std::make_unique<TraceRecorder>(world_size_);
+}
+
+void Simulator::record(FaultRecord::Kind kind, int src, int dst, const FrameHeader& h, const std::string& fault) {
+  FaultRecord r;
+  r.kind = kind;
+  r.time = now_;
+  r.rank = src;
+  r.dst = dst;
+  r.header = h;
+  r.fault = fault;
+  if (trace_) trace_->fault(kind == FaultRecord::Kind::kDeadDestination ? dst : src, now_, r.describe());
+  records_.push_back(std::move(r));
+}
+
+void Simulator::crash(int rank, const std::string& why) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (crashed_[r]) return;
+  crashed_[r] = true;
+  record(FaultRecord::Kind::kCrash, rank, -1, FrameHeader{}, why);
+}
+
+double Simulator::sample_delay_ns(const MessageFault& f) {
+  switch (f.distribution) {
+    case MessageFault::Distribution::kFixed: return f.delay_us * 1000.0;
+    case MessageFault::Distribution::kUniform:
+      return (f.delay_us + (f.delay_max_us - f.delay_us) * prng_.uniform()) * 1000.0;
+    case MessageFault::Distribution::kExponential:
+      return -std::log(1.0 - prng_.uniform()) * f.delay_us * 1000.0;
+  }
+  return 0;
+}
+
+void Simulator::op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos now) {
+  if (trace_) {
+    std::string name = info.op;
+    if (info.seq >= 0) name += " #" + std::to_string(info.seq);
+    name += " on " + info.group;
+    trace_->op_begin(rank, id, name, now_);
+  }
+  (void)now;
+  for (std::size_t i = 0; i < plan_.crashes.size(); ++i) {
+    const Crash& c = plan_.crashes[i];
+    if (c.rank == rank && c.at_op != 0 && c.at_op == id)
+      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i]);
+  }
+}
+
+void Simulator::op_end(int rank, std::uint64_t id, const std::string& error, Nanos now) {
+  (void)now;
+  if (trace_) trace_->op_end(rank, id, error, now_);
+}
+
+void Simulator::step_begin(int rank, std::uint64_t id, const std::string& step, Nanos now) {
+  (void)now;
+  if (trace_) trace_->step(rank, id, step, now_);
+  for (std::size_t i = 0; i < plan_.crashes.size(); ++i) {
+    const Crash& c = plan_.crashes[i];
+    if (c.rank == rank && !c.at_step.empty() && step.rfind(c.at_step, 0) == 0)
+      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i]);
+  }
 }
 
 Simulator::~Simulator() = default;
@@ -63,14 +156,79 @@ void Simulator::push(Nanos time, EventKind kind, int rank, void* ptr, std::uint3
 }
 
 void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+  const auto s = static_cast<std::size_t>(src);
+  if (crashed_[s]) return;  // a crashed rank sends nothing
   const bool same_node = model_.ranks_per_node <= 0 || src / model_.ranks_per_node == h.dst / model_.ranks_per_node;
   const LinkModel& link = same_node ? model_.intra : model_.inter;
-  const Nanos start = std::max(now_, nic_free_[static_cast<std::size_t>(src)]);
-  const Nanos inject = bytes_to_ns(h.bytes, link.bandwidth_GBps);
-  nic_free_[static_cast<std::size_t>(src)] = start + inject;
+  double bandwidth = link.bandwidth_GBps;
   double alpha = link.alpha_us * 1000.0;
+  for (const LinkDegradation& d : plan_.degradations) {
+    if (!d.window.contains(now_)) continue;
+    bool hits = false;
+    switch (d.scope) {
+      case LinkDegradation::Scope::kPair: hits = (src == d.a && h.dst == d.b) || (src == d.b && h.dst == d.a); break;
+      case LinkDegradation::Scope::kNode: {
+        const int per = model_.ranks_per_node > 0 ? model_.ranks_per_node : world_size_;
+        hits = src / per == d.a || h.dst / per == d.a;
+        break;
+      }
+      case LinkDegradation::Scope::kInterNode: hits = !same_node; break;
+    }
+    if (hits) {
+      bandwidth *= d.bandwidth_factor;
+      alpha += d.added_latency_us * 1000.0;
+    }
+  }
+  const Nanos start = std::max(now_, nic_free_[s]);
+  const Nanos inject = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(h.bytes, bandwidth)) * slow_[s]));
+  nic_free_[s] = start + inject;
   if (model_.jitter_fraction > 0) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
-  const Nanos arrival = start + inject + static_cast<Nanos>(std::llround(alpha));
+  Nanos arrival = start + inject + static_cast<Nanos>(std::llround(alpha));
+
+  // Message faults, in plan order.
+  const bool first_frame = h.kind == FrameKind::kEager || h.kind == FrameKind::kRts;
+  bool duplicate = false;
+  for (std::size_t i = 0; i < plan_.messages.size(); ++i) {
+    const MessageFault& f = plan_.messages[i];
+    if ((f.src >= 0 && f.src != src) || (f.dst >= 0 && f.dst != h.dst) || !f.window.contains(now_)) continue;
+    bool hit;
+    if (f.nth) {
+      hit = first_frame && ++nth_counts_[{i, src, h.dst}] == f.nth;
+    } else {
+      hit = f.probability >= 1.0 || prng_.uniform() < f.probability;
+    }
+    if (!hit) continue;
+    switch (f.kind) {
+      case MessageFault::Kind::kDrop:
+        record(FaultRecord::Kind::kDrop, src, h.dst, h, fault_names_[i]);
+        // The sender cannot tell: its send completes as if the frame left.
+        if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
+        return;
+      case MessageFault::Kind::kDelay:
+        arrival += static_cast<Nanos>(std::llround(sample_delay_ns(f)));
+        record(FaultRecord::Kind::kDelay, src, h.dst, h, fault_names_[i]);
+        break;
+      case MessageFault::Kind::kReorder:
+        arrival += static_cast<Nanos>(std::llround(sample_delay_ns(f)));
+        record(FaultRecord::Kind::kReorder, src, h.dst, h, fault_names_[i]);
+        break;
+      case MessageFault::Kind::kDuplicate:
+        duplicate = true;
+        record(FaultRecord::Kind::kDuplicate, src, h.dst, h, fault_names_[i]);
+        break;
+    }
+  }
+  for (std::size_t i = 0; i < plan_.partitions.size(); ++i) {
+    const Partition& p = plan_.partitions[i];
+    if (!p.window.contains(now_)) continue;
+    auto in = [](const std::vector<int>& side, int r) { return std::find(side.begin(), side.end(), r) != side.end(); };
+    auto in_b = [&](int r) { return p.b.empty() ? !in(p.a, r) : in(p.b, r); };
+    const bool cut = (in(p.a, src) && in_b(h.dst)) || (!p.one_way && in_b(src) && in(p.a, h.dst));
+    if (!cut) continue;
+    record(FaultRecord::Kind::kPartition, src, h.dst, h, fault_names_[plan_.messages.size() + i]);
+    if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
+    return;
+  }
 
   std::uint32_t slot;
   if (!free_frames_.empty()) {
@@ -85,6 +243,8 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   f.cookie = cookie;
   f.borrowed = nullptr;
   f.copy.clear();
+  f.message_id = next_message_id_++;
+  f.sent_at = start;
   // Payloads up to the eager threshold are buffered when posted (the eager
   // buffer of a real transport) and the send completes at injection; larger
   // ones are read from the sender's buffer at delivery, and the send completes
@@ -98,11 +258,33 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     f.complete_on_delivery = true;
   }
   push(arrival, EventKind::kDeliver, h.dst, nullptr, slot);
+  if (duplicate) {
+    // A second copy, a little later, always with its own bytes.
+    std::uint32_t dup;
+    if (!free_frames_.empty()) {
+      dup = free_frames_.back();
+      free_frames_.pop_back();
+    } else {
+      dup = static_cast<std::uint32_t>(frames_in_flight_.size());
+      frames_in_flight_.emplace_back();
+    }
+    InFlight& d = frames_in_flight_[dup];
+    d.header = h;
+    d.cookie = nullptr;
+    d.borrowed = nullptr;
+    d.copy.assign(payload.begin(), payload.end());
+    d.complete_on_delivery = false;
+    d.message_id = next_message_id_++;
+    d.sent_at = start;
+    push(arrival + static_cast<Nanos>(std::llround(alpha)) + 1, EventKind::kDeliver, h.dst, nullptr, dup);
+  }
 }
 
 void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h) {
   Nanos& cpu = cpu_free_[static_cast<std::size_t>(rank)];
-  cpu = std::max(now_, cpu) + bytes_to_ns(bytes, model_.reduce_GBps);
+  cpu = std::max(now_, cpu) +
+        static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, model_.reduce_GBps)) *
+                                        slow_[static_cast<std::size_t>(rank)]));
   push(cpu, EventKind::kResume, rank, h.address());
 }
 
@@ -113,19 +295,37 @@ void Simulator::mix(std::uint64_t v) {
 
 void Simulator::process(const Event& e) {
   ++events_;
-  clocks_[static_cast<std::size_t>(e.rank)] = now_;
+  const auto r = static_cast<std::size_t>(e.rank);
+  if (crashed_[r] && e.kind != EventKind::kDeliver) return;  // a crashed rank does nothing
+  clocks_[r] = now_;
   switch (e.kind) {
+    case EventKind::kCrash:
+      crash(e.rank, "crash at time");
+      for (std::size_t i = 0; i < plan_.crashes.size(); ++i)
+        if (plan_.crashes[i].rank == e.rank && plan_.crashes[i].at_ns)
+          records_.back().fault =
+              fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i];
+      return;
     case EventKind::kResume:
       std::coroutine_handle<>::from_address(e.ptr).resume();
       return;
     case EventKind::kSendComplete:
-      endpoints_[static_cast<std::size_t>(e.rank)]->sink()->on_send_complete(e.ptr);
+      endpoints_[r]->sink()->on_send_complete(e.ptr);
       return;
     case EventKind::kDeliver: {
       // Move the frame out first: the sink may post sends that reuse slots.
       InFlight f = std::move(frames_in_flight_[e.frame]);
       free_frames_.push_back(e.frame);
       const FrameHeader& h = f.header;
+      if (crashed_[r]) {
+        record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
+        return;
+      }
+      if (trace_) {
+        std::string label = h.fp.op != CollectiveKind::kNone ? collective_name(h.fp.op) : std::string("p2p");
+        label += " tag " + std::to_string(h.tag) + " (" + std::to_string(h.bytes) + " B)";
+        trace_->message(f.message_id, h.src, h.dst, f.sent_at, now_, label);
+      }
       ++frames_;
       bytes_ += h.bytes;
       mix(static_cast<std::uint64_t>(now_));

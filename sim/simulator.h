@@ -14,19 +14,24 @@
 #include <coroutine>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <optional>
 #include <vector>
 
+#include "core/observer.h"
 #include "core/transport.h"
+#include "sim/faults.h"
 #include "sim/network_model.h"
 #include "sim/prng.h"
+#include "sim/trace.h"
 
 namespace collie::sim {
 
-class Simulator {
+class Simulator final : public OpObserver {
  public:
-  Simulator(int world_size, std::uint64_t seed, NetworkModel model);
+  Simulator(int world_size, std::uint64_t seed, NetworkModel model, FaultPlan faults = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -50,10 +55,26 @@ class Simulator {
   std::uint64_t frames_delivered() const { return frames_; }
   std::uint64_t bytes_delivered() const { return bytes_; }
 
+  const FaultPlan& faults() const { return plan_; }
+  // What the fault plan did, in order.
+  const std::vector<FaultRecord>& fault_log() const { return records_; }
+  bool crashed(int r) const { return crashed_[static_cast<std::size_t>(r)]; }
+  // Rank r's clock (skewed if a ClockSkew says so) at global time t.
+  Nanos local_time(int r, Nanos t) const;
+
+  // Records a trace of the run from now on (ops, steps, messages, faults).
+  void enable_trace();
+  const TraceRecorder* trace() const { return trace_.get(); }
+
+  // OpObserver: crash faults that target ops and steps; the trace.
+  void op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos now) override;
+  void op_end(int rank, std::uint64_t id, const std::string& error, Nanos now) override;
+  void step_begin(int rank, std::uint64_t id, const std::string& step, Nanos now) override;
+
  private:
   class Endpoint;
   friend class Endpoint;
-  enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete };
+  enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash };
   struct Event {
     Nanos time;
     std::uint64_t tiebreak;
@@ -76,10 +97,15 @@ class Simulator {
     const std::byte* borrowed = nullptr;  // large ones are read at delivery
     void* cookie = nullptr;
     bool complete_on_delivery = false;
+    std::uint64_t message_id = 0;  // for trace flow arrows
+    Nanos sent_at = 0;
   };
 
   void push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame = 0);
   void post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
+  void crash(int rank, const std::string& why);
+  void record(FaultRecord::Kind kind, int src, int dst, const FrameHeader& h, const std::string& fault);
+  double sample_delay_ns(const MessageFault& f);
   void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);
   void process(const Event& e);
   void mix(std::uint64_t v);
@@ -98,6 +124,15 @@ class Simulator {
   std::uint64_t hash_ = 1469598103934665603ull;
   std::uint64_t events_ = 0, frames_ = 0, bytes_ = 0;
   bool running_ = false;
+  FaultPlan plan_;
+  std::vector<std::string> fault_names_;  // plan_.describe(), for records
+  std::vector<bool> crashed_;
+  std::vector<double> slow_;              // per rank
+  std::vector<double> skew_rate_, skew_offset_ns_;
+  std::map<std::tuple<std::size_t, int, int>, std::uint64_t> nth_counts_;
+  std::vector<FaultRecord> records_;
+  std::unique_ptr<TraceRecorder> trace_;
+  std::uint64_t next_message_id_ = 1;
 };
 
 }  // namespace collie::sim

@@ -7,6 +7,7 @@
 // silently drops every N-th frame: a broken transport that the conformance
 // suite must fail, with a report that says where things stopped.
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,7 @@ class Endpoint final : public collie::Transport {
   void post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) override;
   void schedule(std::coroutine_handle<> h) override;
   void schedule_after_compute(std::uint64_t, std::coroutine_handle<> h) override { schedule(h); }
+  void schedule_at(Nanos when, std::coroutine_handle<> h) override;
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
   collie::FrameSink* sink() const { return sink_; }
@@ -62,9 +64,12 @@ class Loopback final : public collie::InProcessBackend {
     std::vector<std::byte> payload;
   };
   void push(Item it) { queue_.push_back(std::move(it)); }
+  // Timers fire, in time order, only when nothing else can run: the clock
+  // then jumps to them.
+  void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
   std::uint64_t next_frame() { return ++frames_; }
   int size() const { return static_cast<int>(endpoints_.size()); }
-  Nanos clock() const { return static_cast<Nanos>(events_); }
+  Nanos clock() const { return static_cast<Nanos>(events_) + jump_; }
 
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
     if (running_)
@@ -76,6 +81,12 @@ class Loopback final : public collie::InProcessBackend {
     } reset{running_};
     while (!done()) {
       if (deadline && clock() >= *deadline) return false;
+      if (queue_.empty() && !timers_.empty() && (!deadline || timers_.begin()->first < *deadline)) {
+        auto t = timers_.begin();
+        jump_ = std::max(jump_, t->first - static_cast<Nanos>(events_));
+        queue_.push_back({Item::kResume, t->second.first, t->second.second, {}, {}});
+        timers_.erase(t);
+      }
       if (queue_.empty()) {
         if (deadline) return false;
         throw collie::Error(collie::ErrorKind::kDeadlock, {}, "loopback: no frame or coroutine is pending");
@@ -97,11 +108,14 @@ class Loopback final : public collie::InProcessBackend {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::deque<Item> queue_;
   std::uint64_t events_ = 0, frames_ = 0;
+  std::multimap<Nanos, std::pair<int, void*>> timers_;
+  Nanos jump_ = 0;
   bool running_ = false;
 };
 
 int Endpoint::world_size() const { return world_.size(); }
 Nanos Endpoint::now() const { return world_.clock(); }
+void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) { world_.timer(when, rank_, h.address()); }
 void Endpoint::schedule(std::coroutine_handle<> h) { world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}}); }
 bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
   return world_.run_until(done, deadline);

@@ -11,6 +11,7 @@ Task<void> ring_all_gather(CollectiveContext& c, std::vector<TensorView> out, Te
   c.copy(out[static_cast<std::size_t>(r)], in);
   std::vector<Work> sends;
   for (int s = 0; s < n - 1; ++s) {
+    c.step("ring", s);
     Work rv = c.recv(mod(r - 1), s, out[static_cast<std::size_t>(mod(r - s - 1))]);
     sends.push_back(c.send(mod(r + 1), s, out[static_cast<std::size_t>(mod(r - s))]));
     co_await rv;

@@ -12,6 +12,7 @@ Task<void> dissemination_barrier(CollectiveContext& c) {
   TensorView empty{&token, DType::kUInt8, 0, MemorySpace::kHost};
   int round = 0;
   for (int k = 1; k < n; k <<= 1, ++round) {
+    c.step("round", round);
     Work s = c.send((r + k) % n, round, empty);
     Work rv = c.recv((r - k + n) % n, round, empty);
     co_await s;

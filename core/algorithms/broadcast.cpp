@@ -12,12 +12,14 @@ Task<void> binomial_broadcast(CollectiveContext& c, TensorView t, int root) {
   int mask = 1;
   while (mask < n) {
     if (vr & mask) {
+      c.step("receive from parent");
       co_await c.recv(real(vr - mask), 0, t);
       break;
     }
     mask <<= 1;
   }
   std::vector<Work> sends;
+  c.step("send to children");
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (vr + mask < n) sends.push_back(c.send(real(vr + mask), 0, t));
   }
@@ -25,6 +27,7 @@ Task<void> binomial_broadcast(CollectiveContext& c, TensorView t, int root) {
 }
 
 Task<void> linear_broadcast(CollectiveContext& c, TensorView t, int root) {
+  c.step(c.rank() == root ? "send to all" : "receive from root");
   if (c.rank() != root) {
     co_await c.recv(root, 0, t);
     co_return;

@@ -17,6 +17,7 @@
 #include "core/frame.h"
 #include "core/group.h"
 #include "core/message_engine.h"
+#include "core/observer.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -27,14 +28,22 @@ namespace collie {
 class CollectiveContext {
  public:
   CollectiveContext(MessageEngine& engine, Transport& transport, const GroupState& group, const Fingerprint& fp,
-                    std::shared_ptr<const OpInfo> info)
+                    std::shared_ptr<OpInfo> info, OpObserver* observer = nullptr)
       : engine_(engine), t_(transport), ranks_(group.ranks), me_(group.my_rank), context_(group.coll_context),
-        digest_(group.digest), fp_(fp), info_(std::move(info)) {}
+        digest_(group.digest), fp_(fp), info_(std::move(info)), observer_(observer) {}
 
   int size() const { return static_cast<int>(ranks_.size()); }
   int rank() const { return me_; }
   std::uint32_t context() const { return context_; }
   std::uint64_t seq() const { return fp_.seq; }
+
+  // Names the algorithm step the call is entering ("reduce_scatter 2"): it
+  // shows in traces, timeouts and deadlock reports, and crash faults can
+  // target it.
+  void step(const char* phase, int index = -1) {
+    info_->step = index < 0 ? std::string(phase) : std::string(phase) + " " + std::to_string(index);
+    if (observer_) observer_->step_begin(info_->rank, info_->id, info_->step, t_.now());
+  }
 
   Work send(int peer, int tag, TensorView buf) {
     SendSpec s;
@@ -94,7 +103,8 @@ class CollectiveContext {
   std::uint32_t context_;
   std::uint64_t digest_;
   Fingerprint fp_;
-  std::shared_ptr<const OpInfo> info_;
+  std::shared_ptr<OpInfo> info_;
+  OpObserver* observer_;
 };
 
 }  // namespace collie

@@ -16,6 +16,7 @@ Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, Reduc
   const Fold f = fold_to_power_of_two(n, r);
   enum : int { kFoldTag = 0, kUnfoldTag = 1, kStepTag = 2 };
 
+  if (f.role != Fold::kNone) c.step("fold");
   if (f.role == Fold::kSender) {
     co_await c.send(f.partner, kFoldTag, t);
   } else if (f.role == Fold::kReceiver) {
@@ -30,6 +31,7 @@ Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, Reduc
     std::size_t lo = 0, hi = t.count;
     int step = 0;
     for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1, ++step) {
+      c.step("reduce_scatter", step);
       const int new_peer = f.new_rank ^ mask;
       const int peer = f.real_rank(new_peer);
       const std::size_t mid = lo + (hi - lo) / 2;
@@ -44,12 +46,14 @@ Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, Reduc
       hi = lv.keep_hi;
     }
     for (auto it = levels.rbegin(); it != levels.rend(); ++it, ++step) {
+      c.step("all_gather", step - static_cast<int>(levels.size()));
       Work s = c.send(it->peer, kStepTag + step, t.slice(it->keep_lo, it->keep_hi - it->keep_lo));
       Work rv = c.recv(it->peer, kStepTag + step, t.slice(it->give_lo, it->give_hi - it->give_lo));
       co_await s;
       co_await rv;
     }
   }
+  if (f.role != Fold::kNone) c.step("unfold");
   if (f.role == Fold::kReceiver) {
     co_await c.send(f.partner, kUnfoldTag, t);
   } else if (f.role == Fold::kSender) {

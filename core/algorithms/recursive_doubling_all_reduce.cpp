@@ -14,6 +14,7 @@ Task<void> recursive_doubling_all_reduce(CollectiveContext& c, TensorView t, Red
   const Fold f = fold_to_power_of_two(n, r);
   enum : int { kFoldTag = 0, kUnfoldTag = 1, kStepTag = 2 };
 
+  if (f.role != Fold::kNone) c.step("fold");
   if (f.role == Fold::kSender) {
     co_await c.send(f.partner, kFoldTag, t);
   } else if (f.role == Fold::kReceiver) {
@@ -24,6 +25,7 @@ Task<void> recursive_doubling_all_reduce(CollectiveContext& c, TensorView t, Red
     TensorView tmp = c.scratch(t.dtype, t.count, holder);
     int step = 0;
     for (int mask = 1; mask < f.pof2; mask <<= 1, ++step) {
+      c.step("exchange", step);
       const int peer = f.real_rank(f.new_rank ^ mask);
       Work s = c.send(peer, kStepTag + step, t);
       Work rv = c.recv(peer, kStepTag + step, tmp);
@@ -32,6 +34,7 @@ Task<void> recursive_doubling_all_reduce(CollectiveContext& c, TensorView t, Red
       co_await c.reduce_local(t, tmp, op);
     }
   }
+  if (f.role != Fold::kNone) c.step("unfold");
   if (f.role == Fold::kReceiver) {
     co_await c.send(f.partner, kUnfoldTag, t);
   } else if (f.role == Fold::kSender) {

@@ -22,8 +22,12 @@ Task<void> binomial_reduce(CollectiveContext& c, TensorView t, int root, ReduceO
   for (int mask = 1; mask < n; mask <<= 1) {
     if ((vr & mask) == 0) {
       const int child = vr | mask;
-      if (child < n) co_await c.recv_reduce(real(child), 0, acc, op);
+      if (child < n) {
+        c.step("combine child", real(child));
+        co_await c.recv_reduce(real(child), 0, acc, op);
+      }
     } else {
+      c.step("send to parent");
       co_await c.send(real(vr & ~mask), 0, acc);
       break;
     }
@@ -32,11 +36,14 @@ Task<void> binomial_reduce(CollectiveContext& c, TensorView t, int root, ReduceO
 
 Task<void> linear_reduce(CollectiveContext& c, TensorView t, int root, ReduceOp op) {
   if (c.rank() != root) {
+    c.step("send to root");
     co_await c.send(root, 0, t);
     co_return;
   }
   for (int p = 0; p < c.size(); ++p) {
-    if (p != root) co_await c.recv_reduce(p, 0, t, op);
+    if (p == root) continue;
+    c.step("combine rank", p);
+    co_await c.recv_reduce(p, 0, t, op);
   }
 }
 

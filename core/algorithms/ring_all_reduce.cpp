@@ -46,6 +46,7 @@ Task<void> ring_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op, std:
   std::vector<std::vector<Work>> sends(static_cast<std::size_t>(steps));
   std::vector<Work> prev_recvs, cur_recvs;
   for (int k = 0; k < steps; ++k) {
+    c.step(k < n - 1 ? "reduce_scatter" : "all_gather", k < n - 1 ? k : k - (n - 1));
     if (k >= n - 1) {
       // The all-gather overwrites the chunk sent at step k-(n-1) of the
       // reduce-scatter: that send must be done (it is, causally; this makes

@@ -21,6 +21,7 @@ int subtree_blocks(int v, int n) {
 }  // namespace
 
 Task<void> linear_scatter(CollectiveContext& c, TensorView out, std::vector<TensorView> list, int root) {
+  c.step(c.rank() == root ? "send to all" : "receive from root");
   if (c.rank() != root) {
     co_await c.recv(root, 0, out);
     co_return;
@@ -33,6 +34,7 @@ Task<void> linear_scatter(CollectiveContext& c, TensorView out, std::vector<Tens
 }
 
 Task<void> linear_gather(CollectiveContext& c, TensorView in, std::vector<TensorView> list, int root) {
+  c.step(c.rank() == root ? "receive from all" : "send to root");
   if (c.rank() != root) {
     co_await c.send(root, 0, in);
     co_return;
@@ -58,9 +60,11 @@ Task<void> binomial_scatter(CollectiveContext& c, TensorView out, std::vector<Te
     while (mask < n) mask <<= 1;
   } else {
     while ((vr & mask) == 0) mask <<= 1;
+    c.step("receive from parent");
     co_await c.recv(real(vr - mask), 0, tmp);
   }
   std::vector<Work> sends;
+  c.step("send to children");
   for (mask >>= 1; mask > 0; mask >>= 1) {
     const int child = vr + mask;
     if (child < n) {
@@ -89,6 +93,7 @@ Task<void> binomial_gather(CollectiveContext& c, TensorView in, std::vector<Tens
     top = vr & -vr;
   }
   std::vector<Work> recvs;
+  c.step("receive from children");
   for (int mask = 1; mask < top; mask <<= 1) {
     const int child = vr + mask;
     if (child < n) {
@@ -99,6 +104,7 @@ Task<void> binomial_gather(CollectiveContext& c, TensorView in, std::vector<Tens
   }
   co_await wait_all(recvs);
   if (vr != 0) {
+    c.step("send to parent");
     co_await c.send(real(vr - top), 0, tmp);
     co_return;
   }
