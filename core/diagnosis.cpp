@@ -148,6 +148,37 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     }
   }
 
+  // Waits on a rank that is itself stuck behind a crash, a finished rank or
+  // a lost message: say so, following the chain.
+  for (int r : d.blocked) {
+    const RankSnapshot& s = in.ranks[static_cast<std::size_t>(r)];
+    if (s.crashed) continue;
+    for (const auto& w : s.waits) {
+      if (w.peer == kAnySource || w.peer == r) continue;
+      std::vector<int> chain = {r, w.peer};
+      std::set<int> seen = {r, w.peer};
+      int at = w.peer;
+      while (true) {
+        const RankSnapshot& p = in.ranks[static_cast<std::size_t>(at)];
+        if (p.crashed || p.finished || p.waits.empty()) break;
+        const int next = p.waits.front().peer;
+        if (next == kAnySource || seen.count(next)) {
+          at = -1;
+          break;
+        }
+        chain.push_back(next);
+        seen.insert(next);
+        at = next;
+      }
+      if (at < 0 || chain.size() < 3) continue;
+      const RankSnapshot& end = in.ranks[static_cast<std::size_t>(at)];
+      std::string s2 = "rank " + std::to_string(r) + " waits for rank " + std::to_string(w.peer) + ", which waits";
+      for (std::size_t i = 2; i < chain.size(); ++i) s2 += (i > 2 ? ", which waits" : "") + std::string(" for rank ") + std::to_string(chain[i]);
+      s2 += end.crashed ? ", which crashed" : end.finished ? ", which finished" : ", which is stuck";
+      causes.insert(s2);
+    }
+  }
+
   // Cycles among blocked, non-crashed ranks (each reported once, from its smallest rank).
   {
     std::set<std::vector<int>> seen;

@@ -146,6 +146,7 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
     }
   }
   for (const RankOutcome& o : res.ranks) res.end_time = std::max(res.end_time, o.end_time);
+  res.stopped_at = exec.now();
   return res;
 }
 

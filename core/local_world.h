@@ -36,6 +36,7 @@ struct RankOutcome {
 struct RunResult {
   std::vector<RankOutcome> ranks;
   Nanos end_time = 0;            // the latest rank end time
+  Nanos stopped_at = 0;          // the executor's clock when the run stopped
   std::uint64_t trace_hash = 0;  // filled in by simulated worlds
   std::uint64_t events = 0;
   std::uint64_t frames = 0;

@@ -312,10 +312,13 @@ class Loader {
         const std::string key = r_.as_string(it->first, "a fault key");
         if (key == "fault") continue;
         std::string value;
-        if (it->second.IsSequence()) {
-          for (const auto& e : it->second) value += (value.empty() ? "" : "+") + r_.as_string(e, key);
+        // A copy: iterating it->second directly would range over a member of
+        // a temporary that dies before the loop runs (found by the fuzz test).
+        const YAML::Node v = it->second;
+        if (v.IsSequence()) {
+          for (const auto& e : v) value += (value.empty() ? "" : "+") + r_.as_string(e, key);
         } else {
-          value = r_.as_string(it->second, key);
+          value = r_.as_string(v, key);
         }
         text += (first ? "" : ",") + key + "=" + value;
         first = false;

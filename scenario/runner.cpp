@@ -791,13 +791,13 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
       return res;
     }
   }
-  res.virtual_time = rr.end_time;
+  res.virtual_time = std::max(rr.end_time, rr.stopped_at);
   res.deadlock_dot = rr.deadlock_dot;
   res.causes = rr.causes;
   res.faults_injected = world_backend->injected_faults().size();
   if (!options.trace_path.empty()) {
     std::ofstream f(options.trace_path, std::ios::binary);
-    if (!world_backend->write_trace(f, rr.end_time))
+    if (!world_backend->write_trace(f, std::max(rr.end_time, rr.stopped_at)))
       res.failures.push_back("backend '" + backend_name + "' records no trace; --trace needs the simulator");
   }
   if (!options.dot_path.empty() && !rr.deadlock_dot.empty()) {

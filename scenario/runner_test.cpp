@@ -67,7 +67,7 @@ TEST(TutorialScenarios, PrintWhatTheSeedsPrint) {
 TEST(TutorialScenarios, EveryScenarioUnderScenariosPasses) {
   int n = 0;
   for (const auto& dir : {"tutorial", "p2p", "groups", "broadcast", "reduce", "all_reduce", "scatter", "gather",
-                          "all_gather", "barrier", "dtypes", "edge", "errors"}) {
+                          "all_gather", "barrier", "dtypes", "edge", "errors", "deadlocks"}) {
     for (const auto& e : std::filesystem::directory_iterator(scenario_path(dir))) {
       if (e.path().extension() != ".yaml") continue;
       ++n;
@@ -75,7 +75,7 @@ TEST(TutorialScenarios, EveryScenarioUnderScenariosPasses) {
       EXPECT_TRUE(r.passed) << e.path() << ":\n" << (r.failures.empty() ? "" : r.failures[0]);
     }
   }
-  EXPECT_GE(n, 58);  // 18 tutorial + at least 40 more
+  EXPECT_GE(n, 68);  // 18 tutorial + at least 40 more + 10 deadlocks
 }
 
 // A backend whose transport flips a bit in every payload: results are wrong

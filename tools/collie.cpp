@@ -67,14 +67,19 @@ void print_result(const ScenarioResult& r, int verbosity) {
   s << "; " << r.checks << " checks; seed " << r.seed;
   std::cout << s.str() << "\n";
   if (!r.passed) {
+    bool replay_shown = false;
     for (const auto& f : r.failures) {
+      replay_shown = replay_shown || f.find("\nreplay: ") != std::string::npos;
       std::istringstream lines(f);
       std::string l;
       while (std::getline(lines, l)) std::cout << "    " << l << "\n";
     }
-    std::cout << "    replay: " << r.replay << "\n";
+    if (!replay_shown) std::cout << "    replay: " << r.replay << "\n";
   } else if (verbosity > 0 && r.outcome != "ok") {
-    std::cout << "    (expected) " << r.detail << "\n";
+    std::istringstream lines(r.detail);
+    std::string l;
+    std::cout << "    (expected)\n";
+    while (std::getline(lines, l)) std::cout << "    " << l << "\n";
   }
 }
 
@@ -151,6 +156,18 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "print only the summary lines");
   run->add_flag("-v,--verbose", verbose, "prefix output lines with rank and virtual time; show expected errors");
   run->add_option("--backend-plugin", plugins, "load a backend plugin (a shared library); repeatable");
+  std::vector<std::string> fault_args;
+  std::string trace_path, dot_path;
+  double timeout_us = 0;
+  std::uint64_t random_faults = 0;
+  bool destructive = false;
+  run->add_option("--fault", fault_args,
+                  "inject a fault, e.g. drop:src=0,dst=1,nth=3  crash:rank=2,at_us=30  (docs/faults.md); repeatable");
+  auto* random_opt = run->add_option("--random-faults", random_faults, "add the random fault profile of this seed");
+  run->add_flag("--destructive", destructive, "with --random-faults: also drops, partitions and crashes");
+  auto* timeout_opt = run->add_option("--timeout-us", timeout_us, "every op times out after this much virtual time");
+  run->add_option("--trace", trace_path, "write a Chrome trace (Perfetto) of the run to this file");
+  run->add_option("--report-dot", dot_path, "write the wait-for graph (Graphviz) here when the run deadlocks");
 
   // validate
   auto* validate = app.add_subcommand("validate", "parse and check scenario files without running them");
@@ -234,6 +251,22 @@ int main(int argc, char** argv) {
     ro.backend = backend;
     if (*seed_opt) ro.seed = seed;
     if (*world_opt) ro.world = world;
+    for (const auto& f : fault_args) {
+      if (auto err = collie::sim::parse_fault(f, ro.extra_faults)) {
+        std::cerr << "collie: --fault: " << *err << "\n";
+        return kExitInvalid;
+      }
+    }
+    ro.fault_args = fault_args;
+    if (*random_opt) ro.random_faults_seed = random_faults;
+    ro.destructive_faults = destructive;
+    if (*timeout_opt) ro.timeout_ns = static_cast<collie::Nanos>(timeout_us * 1000);
+    if ((!trace_path.empty() || !dot_path.empty()) && scenarios.size() > 1) {
+      std::cerr << "collie: --trace and --report-dot take one scenario\n";
+      return kExitInvalid;
+    }
+    ro.trace_path = trace_path;
+    ro.dot_path = dot_path;
     std::vector<ScenarioResult> results;
     nlohmann::json all = nlohmann::json::array();
     int failed = 0;
