@@ -18,6 +18,7 @@
 #include "core/diagnosis.h"
 #include "core/observer.h"
 #include "core/transport.h"
+#include "sim/explorer.h"
 #include "sim/faults.h"
 #include "sim/network_model.h"
 
@@ -29,6 +30,7 @@ struct BackendOptions {
   sim::NetworkModel network;  // the simulator's cost model; other backends may ignore it
   sim::FaultPlan faults;      // faults to inject; backends that cannot inject them ignore them
   bool trace = false;         // record a trace (write_trace)
+  sim::Explorer* explorer = nullptr;  // the simulator's scheduling choices (collie explore)
 };
 
 class InProcessBackend {

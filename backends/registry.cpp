@@ -16,6 +16,7 @@ class SimBackend final : public InProcessBackend {
  public:
   explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network, o.faults) {
     if (o.trace) sim_.enable_trace();
+    if (o.explorer) sim_.set_explorer(o.explorer);
   }
   Transport& transport(int rank) override { return sim_.transport(rank); }
   std::uint64_t trace_hash() const override { return sim_.trace_hash(); }

@@ -753,6 +753,11 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   if (options.random_faults_seed)
     append(bo.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
   bo.trace = !options.trace_path.empty();
+  bo.explorer = options.explorer;
+  if (options.eager_threshold_bytes) {
+    s.network.eager_threshold_bytes = *options.eager_threshold_bytes;
+    bo.network.eager_threshold_bytes = *options.eager_threshold_bytes;
+  }
   std::unique_ptr<InProcessBackend> world_backend;
   try {
     world_backend = backend->create(bo);

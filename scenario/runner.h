@@ -33,6 +33,8 @@ struct RunOptions {
   std::optional<Nanos> timeout_ns;            // every op's timeout, overriding the scenario's
   std::string trace_path;                     // write a Chrome trace here
   std::string dot_path;                       // write the wait-for graph here (on deadlock)
+  sim::Explorer* explorer = nullptr;          // let the simulator's choices be made by it
+  std::optional<std::size_t> eager_threshold_bytes;  // overrides the scenario's buffering
 };
 
 struct OutputLine {

@@ -202,6 +202,68 @@ std::vector<int> parse_rank_set(const std::string& s) {
 
 }  // namespace
 
+namespace {
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+std::string window_args(const TimeWindow& w) {
+  std::string s;
+  if (w.from_ns != 0) s += ",from_us=" + num(static_cast<double>(w.from_ns) / 1000.0);
+  if (w.until_ns != std::numeric_limits<Nanos>::max()) s += ",until_us=" + num(static_cast<double>(w.until_ns) / 1000.0);
+  return s;
+}
+std::string rank_set(const std::vector<int>& r) {
+  std::string s;
+  for (std::size_t i = 0; i < r.size(); ++i) s += (i ? "+" : "") + std::to_string(r[i]);
+  return s;
+}
+}  // namespace
+
+std::vector<std::string> fault_args(const FaultPlan& plan) {
+  std::vector<std::string> out;
+  static const char* names[] = {"drop", "delay", "duplicate", "reorder"};
+  for (const auto& f : plan.messages) {
+    std::string s = std::string(names[static_cast<int>(f.kind)]) + ":p=" + num(f.probability);
+    if (f.src >= 0) s += ",src=" + std::to_string(f.src);
+    if (f.dst >= 0) s += ",dst=" + std::to_string(f.dst);
+    if (f.nth) s += ",nth=" + std::to_string(f.nth);
+    switch (f.distribution) {
+      case MessageFault::Distribution::kFixed: s += ",us=" + num(f.delay_us); break;
+      case MessageFault::Distribution::kUniform: s += ",us=" + num(f.delay_us) + ",max_us=" + num(f.delay_max_us); break;
+      case MessageFault::Distribution::kExponential: s += ",mean_us=" + num(f.delay_us); break;
+    }
+    out.push_back(s + window_args(f.window));
+  }
+  for (const auto& p : plan.partitions) {
+    std::string s = "partition:a=" + rank_set(p.a);
+    if (!p.b.empty()) s += ",b=" + rank_set(p.b);
+    if (p.one_way) s += ",one_way=1";
+    out.push_back(s + window_args(p.window));
+  }
+  for (const auto& d : plan.degradations) {
+    static const char* scopes[] = {"pair", "node", "inter"};
+    std::string s = std::string("degrade:scope=") + scopes[static_cast<int>(d.scope)];
+    if (d.a >= 0) s += ",a=" + std::to_string(d.a);
+    if (d.b >= 0) s += ",b=" + std::to_string(d.b);
+    s += ",bw=" + num(d.bandwidth_factor) + ",lat_us=" + num(d.added_latency_us);
+    out.push_back(s + window_args(d.window));
+  }
+  for (const auto& c : plan.crashes) {
+    std::string s = "crash:rank=" + std::to_string(c.rank);
+    if (c.at_ns) s += ",at_us=" + num(static_cast<double>(*c.at_ns) / 1000.0);
+    if (c.at_op) s += ",op=" + std::to_string(c.at_op);
+    if (!c.at_step.empty()) s += ",step=" + c.at_step;
+    out.push_back(s);
+  }
+  for (const auto& s : plan.slow) out.push_back("slow:rank=" + std::to_string(s.rank) + ",factor=" + num(s.factor));
+  for (const auto& s : plan.skews)
+    out.push_back("skew:rank=" + std::to_string(s.rank) + ",rate=" + num(s.rate) + ",offset_us=" + num(s.offset_us));
+  return out;
+}
+
 std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan) {
   const auto colon = text.find(':');
   const std::string kind = text.substr(0, colon);

@@ -125,6 +125,10 @@ FaultPlan random_fault_plan(std::uint64_t seed, int world, bool destructive);
 // Returns an error text instead on failure.
 std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan);
 
+// The plan as parse_fault() strings, one per fault, in plan order; parsing
+// them back gives the same plan.
+std::vector<std::string> fault_args(const FaultPlan& plan);
+
 // What the simulator did on purpose, in the order it did it.
 struct FaultRecord {
   enum class Kind { kDrop, kDelay, kDuplicate, kReorder, kPartition, kDeadDestination, kCrash } kind = Kind::kDrop;

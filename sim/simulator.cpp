@@ -179,10 +179,12 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
       alpha += d.added_latency_us * 1000.0;
     }
   }
-  const Nanos start = std::max(now_, nic_free_[s]);
-  const Nanos inject = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(h.bytes, bandwidth)) * slow_[s]));
+  const Nanos start = explorer_ ? now_ : std::max(now_, nic_free_[s]);
+  const Nanos inject =
+      explorer_ ? 0 : static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(h.bytes, bandwidth)) * slow_[s]));
   nic_free_[s] = start + inject;
-  if (model_.jitter_fraction > 0) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
+  if (explorer_) alpha = 0;
+  if (model_.jitter_fraction > 0 && !explorer_) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
   Nanos arrival = start + inject + static_cast<Nanos>(std::llround(alpha));
 
   // Message faults, in plan order.
@@ -281,6 +283,10 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
 }
 
 void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h) {
+  if (explorer_) {
+    push(now_, EventKind::kResume, rank, h.address());
+    return;
+  }
   Nanos& cpu = cpu_free_[static_cast<std::size_t>(rank)];
   cpu = std::max(now_, cpu) +
         static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, model_.reduce_GBps)) *
@@ -347,6 +353,53 @@ void Simulator::process(const Event& e) {
   }
 }
 
+// Exploration: among the events of the earliest time, everything but
+// deliveries first (in insertion order); then, at the lowest-numbered
+// receiver, the first pending frame of one sender, chosen by the explorer
+// when several senders have frames pending.
+bool Simulator::pop_explored(Event& out) {
+  Nanos t = heap_.front().time;
+  for (const Event& e : heap_) t = std::min(t, e.time);
+  std::size_t best = heap_.size();
+  for (std::size_t i = 0; i < heap_.size(); ++i) {
+    const Event& e = heap_[i];
+    if (e.time != t || e.kind == EventKind::kDeliver) continue;
+    if (best == heap_.size() || e.order < heap_[best].order) best = i;
+  }
+  if (best == heap_.size()) {
+    int dst = world_size_;
+    for (const Event& e : heap_)
+      if (e.time == t) dst = std::min(dst, e.rank);
+    // The earliest frame per sender at `dst`.
+    std::map<int, std::size_t> first;
+    for (std::size_t i = 0; i < heap_.size(); ++i) {
+      const Event& e = heap_[i];
+      if (e.time != t || e.rank != dst) continue;
+      const int src = frames_in_flight_[e.frame].header.src;
+      auto it = first.find(src);
+      if (it == first.end() || e.order < heap_[it->second].order) first[src] = i;
+    }
+    if (first.size() == 1) {
+      best = first.begin()->second;
+    } else {
+      std::vector<std::string> labels;
+      std::vector<std::size_t> index;
+      for (const auto& [src, i] : first) {
+        const FrameHeader& h = frames_in_flight_[heap_[i].frame].header;
+        labels.push_back("rank " + std::to_string(dst) + " gets rank " + std::to_string(src) + "'s frame (tag " +
+                         std::to_string(h.tag) + ") first");
+        index.push_back(i);
+      }
+      best = index[explorer_->choose(labels)];
+    }
+  }
+  out = heap_[best];
+  heap_[best] = heap_.back();
+  heap_.pop_back();
+  std::make_heap(heap_.begin(), heap_.end(), EventLater{});
+  return true;
+}
+
 bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
   if (running_) {
     throw Error(ErrorKind::kUsage, OpContext{},
@@ -370,9 +423,14 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
       now_ = std::max(now_, *deadline);
       return false;
     }
-    std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
-    const Event e = heap_.back();
-    heap_.pop_back();
+    Event e;
+    if (explorer_) {
+      pop_explored(e);
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
+      e = heap_.back();
+      heap_.pop_back();
+    }
     now_ = e.time;
     process(e);
   }

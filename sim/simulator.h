@@ -22,6 +22,7 @@
 
 #include "core/observer.h"
 #include "core/transport.h"
+#include "sim/explorer.h"
 #include "sim/faults.h"
 #include "sim/network_model.h"
 #include "sim/prng.h"
@@ -64,6 +65,10 @@ class Simulator final : public OpObserver {
 
   // Records a trace of the run from now on (ops, steps, messages, faults).
   void enable_trace();
+
+  // Hands the run's scheduling choices to `e` (see explorer.h): time
+  // collapses and delivery order is chosen, not drawn. Set before running.
+  void set_explorer(Explorer* e) { explorer_ = e; }
   const TraceRecorder* trace() const { return trace_.get(); }
 
   // OpObserver: crash faults that target ops and steps; the trace.
@@ -133,6 +138,8 @@ class Simulator final : public OpObserver {
   std::vector<FaultRecord> records_;
   std::unique_ptr<TraceRecorder> trace_;
   std::uint64_t next_message_id_ = 1;
+  Explorer* explorer_ = nullptr;
+  bool pop_explored(Event& out);
 };
 
 }  // namespace collie::sim

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,8 @@
 #include "core/error.h"
 #include "scenario/loader.h"
 #include "scenario/runner.h"
+#include "scenario/search.h"
+#include "sim/faults.h"
 
 #ifndef COLLIE_SCENARIO_DIR
 #define COLLIE_SCENARIO_DIR "scenarios"
@@ -192,6 +195,32 @@ int main(int argc, char** argv) {
   conf->add_option("--seed", cseed, "seed of the generated cases");
   conf->add_flag("-q,--quiet", cquiet, "no progress display");
 
+  // fuzz
+  auto* fuzz = app.add_subcommand("fuzz", "run a scenario over many seeds with random fault profiles");
+  std::string ffile, fseeds = "1..100", fout;
+  bool fdestructive = false, fshrink = false, fquiet = false;
+  double ftimeout_us = 0;
+  fuzz->add_option("file", ffile, "scenario file")->required()->check(CLI::ExistingFile);
+  fuzz->add_option("--seeds", fseeds, "seed range A..B (default 1..100)");
+  fuzz->add_flag("--destructive", fdestructive, "profiles may also drop, partition and crash");
+  fuzz->add_flag("--shrink", fshrink, "reduce the first failure to a minimal scenario and write it out");
+  fuzz->add_option("--out", fout, "where --shrink writes (default: FILE.shrunk.yaml)");
+  auto* ftimeout_opt = fuzz->add_option("--timeout-us", ftimeout_us, "every op times out after this much virtual time");
+  fuzz->add_flag("-q,--quiet", fquiet, "no progress display");
+
+  // explore
+  auto* exp = app.add_subcommand("explore", "systematically explore a scenario's delivery orders and buffering");
+  std::string efile, eschedule, ebuffering;
+  std::size_t emax = 2000;
+  bool efaults = false;
+  int everbose = 0;
+  exp->add_option("file", efile, "scenario file")->required()->check(CLI::ExistingFile);
+  exp->add_option("--max-runs", emax, "bound on the number of runs (default 2000)");
+  exp->add_flag("--faults", efaults, "also try each single fault: a channel's first message dropped, a rank crashed");
+  exp->add_option("--schedule", eschedule, "replay one schedule (comma-separated choices, as reported)");
+  exp->add_option("--buffering", ebuffering, "with --schedule: configured, rendezvous or eager");
+  exp->add_flag("-v,--verbose", everbose, "show each finding's full diagnosis");
+
   // backends
   auto* backends = app.add_subcommand("backends", "list the backends and how each is selected");
   std::vector<std::string> bplugins;
@@ -308,6 +337,121 @@ int main(int argc, char** argv) {
       if (!write_file(junit, collie::conformance::junit_xml("collie run", junit_cases))) return kExitInvalid;
     }
     return failed ? kExitFailed : kExitOk;
+  }
+
+  if (*fuzz) {
+    collie::scenario::Scenario s;
+    try {
+      s = collie::scenario::load_file(ffile);
+    } catch (const collie::scenario::ScenarioError& e) {
+      std::cerr << e.what() << "\n";
+      return kExitInvalid;
+    }
+    collie::scenario::FuzzOptions fo;
+    const auto dots = fseeds.find("..");
+    try {
+      fo.first_seed = std::stoull(fseeds.substr(0, dots));
+      fo.last_seed = dots == std::string::npos ? fo.first_seed : std::stoull(fseeds.substr(dots + 2));
+    } catch (const std::exception&) {
+      std::cerr << "collie: --seeds takes A..B, not '" << fseeds << "'\n";
+      return kExitInvalid;
+    }
+    if (fo.last_seed < fo.first_seed) {
+      std::cerr << "collie: --seeds " << fseeds << " is empty\n";
+      return kExitInvalid;
+    }
+    fo.destructive = fdestructive;
+    if (*ftimeout_opt) fo.base.timeout_ns = static_cast<collie::Nanos>(ftimeout_us * 1000);
+    Progress progress;
+    progress.on = !fquiet && isatty(STDERR_FILENO);
+    fo.progress = [&](std::uint64_t at, std::size_t done, std::size_t total) {
+      progress.show(static_cast<int>(done), static_cast<int>(total), "seed " + std::to_string(at));
+    };
+    const auto r = collie::scenario::fuzz(s, fo);
+    progress.clear();
+    std::cout << "fuzz " << ffile << ": " << r.runs << " seeds (" << fseeds << ", "
+              << (fdestructive ? "destructive" : "benign") << " fault profiles), " << r.failures.size() << " failed\n";
+    for (std::size_t i = 0; i < r.failures.size() && i < 20; ++i) {
+      const auto& f = r.failures[i];
+      std::cout << "  seed " << f.seed << ": " << collie::scenario::failure_signature(f.result) << "\n    "
+                << (f.result.failures.empty() ? f.result.detail : f.result.failures[0].substr(0, f.result.failures[0].find('\n')))
+                << "\n    replay: " << f.result.replay << "\n";
+    }
+    if (r.failures.size() > 20) std::cout << "  ... and " << r.failures.size() - 20 << " more\n";
+    if (fshrink && !r.failures.empty()) {
+      std::string summary;
+      const std::string out = fout.empty() ? ffile.substr(0, ffile.rfind(".yaml")) + ".shrunk.yaml" : fout;
+      const std::string yaml =
+          collie::scenario::shrink(ffile, r.failures.front().seed, fdestructive, fo.base, &summary);
+      if (!write_file(out, yaml)) return kExitInvalid;
+      std::cout << "shrunk seed " << r.failures.front().seed << ":\n";
+      std::istringstream lines(summary);
+      std::string l;
+      while (std::getline(lines, l)) std::cout << "  " << l << "\n";
+      std::cout << "wrote " << out << "; replay: collie run " << out << "\n";
+    }
+    return r.failures.empty() ? kExitOk : kExitFailed;
+  }
+
+  if (*exp) {
+    collie::scenario::Scenario s;
+    try {
+      s = collie::scenario::load_file(efile);
+    } catch (const collie::scenario::ScenarioError& e) {
+      std::cerr << e.what() << "\n";
+      return kExitInvalid;
+    }
+    collie::scenario::ExploreOptions eo;
+    eo.max_runs = emax;
+    eo.with_faults = efaults;
+    if (!eschedule.empty()) {
+      std::stringstream ss(eschedule);
+      std::string c;
+      while (std::getline(ss, c, ',')) {
+        try {
+          eo.schedule.push_back(std::stoi(c));
+        } catch (const std::exception&) {
+          std::cerr << "collie: --schedule takes comma-separated choices, not '" << eschedule << "'\n";
+          return kExitInvalid;
+        }
+      }
+      if (ebuffering == "rendezvous") eo.base.eager_threshold_bytes = 0;
+      else if (ebuffering == "eager") eo.base.eager_threshold_bytes = std::numeric_limits<std::size_t>::max();
+      else if (!ebuffering.empty() && ebuffering != "configured") {
+        std::cerr << "collie: --buffering is configured, rendezvous or eager\n";
+        return kExitInvalid;
+      }
+    }
+    const auto r = collie::scenario::explore(s, eo);
+    std::cout << "explore " << efile << ": " << r.runs << " run" << (r.runs == 1 ? "" : "s") << "; "
+              << (eo.schedule.empty() ? (r.exhausted ? "the space was exhausted (every delivery order, 3 buffering modes"
+                                                          + std::string(efaults ? ", single faults" : "") + ")"
+                                                    : "stopped at the bound (--max-runs " + std::to_string(emax) +
+                                                          "): the space was not exhausted")
+                                      : std::string("one schedule replayed"))
+              << "\n";
+    std::cout << (r.findings.empty() ? "no deadlock or failure found\n"
+                                     : std::to_string(r.findings.size()) + " distinct failure" +
+                                           (r.findings.size() == 1 ? "" : "s") + ":\n");
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      const auto& f = r.findings[i];
+      std::cout << "  [" << i + 1 << "] " << f.signature << "\n      under: " << f.mode << "\n";
+      std::string sched;
+      for (std::size_t k = 0; k < f.schedule.size(); ++k) sched += (k ? "," : "") + std::to_string(f.schedule[k]);
+      for (std::size_t k = 0; k < f.choices.size(); ++k)
+        if (f.schedule[k] != 0) std::cout << "      choice " << k + 1 << ": " << f.choices[k] << "\n";
+      const char* buffering = f.mode.rfind("every send rendezvous", 0) == 0 ? " --buffering rendezvous"
+                              : f.mode.rfind("every send eager", 0) == 0   ? " --buffering eager"
+                                                                            : "";
+      std::cout << "      replay: collie explore " << efile << " --schedule " << (sched.empty() ? "0" : sched)
+                << buffering << " -v\n";
+      if (everbose) {
+        std::istringstream lines(f.result.detail);
+        std::string l;
+        while (std::getline(lines, l)) std::cout << "      | " << l << "\n";
+      }
+    }
+    return r.findings.empty() ? kExitOk : kExitFailed;
   }
 
   if (*conf) {
