@@ -33,7 +33,7 @@ Spawned run_rank(const RankProgram& program, Communicator& comm, RankOutcome& ou
 bool RunResult::ok() const {
   if (deadlocked) return false;
   for (const RankOutcome& r : ranks)
-    if (!r.finished || r.error) return false;
+    if (!r.finished || r.error || r.crashed) return false;
   return true;
 }
 
@@ -50,6 +50,8 @@ std::string RunResult::describe() const {
     }
   }
   if (deadlocked) return deadlock_report;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].crashed) return "rank " + std::to_string(i) + " crashed (an injected fault)";
   return "ok";
 }
 
@@ -145,6 +147,8 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
       else res.deadlock_report.insert(at, block);
     }
   }
+  if (context.crashed)
+    for (std::size_t r = 0; r < n; ++r) res.ranks[r].crashed = context.crashed(static_cast<int>(r));
   for (const RankOutcome& o : res.ranks) res.end_time = std::max(res.end_time, o.end_time);
   res.stopped_at = exec.now();
   return res;

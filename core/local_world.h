@@ -31,6 +31,8 @@ struct RankOutcome {
   bool finished = false;       // the program returned or threw
   std::exception_ptr error;    // what it threw, if anything
   Nanos end_time = 0;          // the transport's clock when it finished
+  bool crashed = false;        // the backend crashed it on purpose (fault injection);
+                               // whatever it did after the crash is void
 };
 
 struct RunResult {

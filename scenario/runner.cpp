@@ -827,6 +827,14 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     e.text = error_text(rr.ranks[r].error, &e.kind, &e.is_collie);
     errors.push_back(e);
   }
+  if (!rr.deadlocked) {
+    for (const auto& f : world_backend->injected_faults()) {
+      if (f.kind != InjectedFault::Kind::kCrash) continue;
+      // The survivors finished; the job still lost a rank.
+      errors.push_back(RankError{f.src, ErrorKind::kTransport, true,
+                                 "transport: rank " + std::to_string(f.src) + " crashed (" + f.text + ")"});
+    }
+  }
   if (!errors.empty()) {
     res.outcome = "error";
     res.detail = errors.front().text;

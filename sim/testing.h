@@ -24,6 +24,7 @@ inline std::string error_text(const SimResult& res, int r) {
 // The kind of rank r's collie::Error; throws if it has none.
 inline ErrorKind error_kind(const SimResult& res, int r) {
   const auto& o = res.ranks.at(static_cast<std::size_t>(r));
+  if (!o.error) throw std::logic_error("rank " + std::to_string(r) + " finished without an error");
   try {
     std::rethrow_exception(o.error);
   } catch (const Error& e) {

@@ -1,0 +1,263 @@
+// Each fault type does what it says, deterministically; the core masks
+// delay, duplication and reordering; reports and traces are reproducible.
+#include "sim/faults.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "conformance/collective_check.h"
+#include "core/communicator.h"
+#include "sim/sim_world.h"
+#include "sim/testing.h"
+
+namespace collie::sim {
+namespace {
+
+NetworkModel exact_model() {
+  NetworkModel m;
+  m.ranks_per_node = 0;
+  m.intra = LinkModel{1.0, 10.0};  // 1000 ns + bytes/10
+  m.reduce_GBps = 0;
+  m.jitter_fraction = 0.0;
+  return m;
+}
+
+FaultPlan plan_of(std::initializer_list<const char*> faults) {
+  FaultPlan p;
+  for (const char* f : faults) {
+    auto err = parse_fault(f, p);
+    EXPECT_FALSE(err) << *err;
+  }
+  return p;
+}
+
+// Rank 0 sends `n` messages of 40 bytes to rank 1 on tag i; returns the run.
+SimResult pipeline(const FaultPlan& plan, int n = 3, NetworkModel m = exact_model(), std::uint64_t seed = 1) {
+  SimOptions o;
+  o.network = m;
+  o.faults = plan;
+  o.seed = seed;
+  SimWorld w(2, o);
+  return w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {10});
+    for (int i = 0; i < n; ++i) {
+      if (c.rank() == 0) co_await c.send(t, 1, i);
+      else co_await c.recv(t, 0, i);
+    }
+  });
+}
+
+TEST(Faults, DropTheNthMessageLeavesItsReceiverWaitingAndSaysWhich) {
+  SimOptions o;
+  o.network = exact_model();
+  o.faults = plan_of({"drop:src=0,dst=1,nth=2"});
+  SimWorld w(2, o);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {10});
+    for (int i = 0; i < 3; ++i) {
+      if (c.rank() == 0) co_await c.send(t, 1, i);
+      else co_await c.recv(t, 0, i);
+    }
+  });
+  ASSERT_TRUE(res.deadlocked);
+  EXPECT_EQ(res.blocked_ranks, std::vector<int>{1});
+  ASSERT_EQ(w.simulator().fault_log().size(), 1u);
+  EXPECT_EQ(w.simulator().fault_log()[0].kind, FaultRecord::Kind::kDrop);
+  EXPECT_NE(res.deadlock_report.find("message 0->1 (tag 1) dropped by fault 'drop the 2nd message 0->1'"),
+            std::string::npos)
+      << res.deadlock_report;
+}
+
+TEST(Faults, DropWithProbabilityIsDeterministicFromTheSeed) {
+  const auto a = pipeline(plan_of({"drop:p=0.5"}), 8, exact_model(), 5);
+  const auto b = pipeline(plan_of({"drop:p=0.5"}), 8, exact_model(), 5);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_EQ(a.deadlocked, b.deadlocked);
+}
+
+TEST(Faults, DelayAddsExactlyItsLatency) {
+  // 40 bytes at 10 bytes/ns: 4 ns on the wire, plus 1 us of latency.
+  EXPECT_EQ(pipeline({}, 1).end_time, 1004);
+  EXPECT_EQ(pipeline(plan_of({"delay:us=7"}), 1).end_time, 1004 + 7000);
+}
+
+TEST(Faults, DuplicatesAndReorderingAreMaskedByTheCore) {
+  const auto r = pipeline(plan_of({"duplicate:p=1", "reorder:p=1,max_us=30"}), 6);
+  EXPECT_TRUE(r.ok()) << r.describe();
+}
+
+TEST(Faults, PartitionLosesFramesInItsWindowOnlyAndOneWayOnlyOneWay) {
+  // Rank 0 -> 1 cut for the first 100 us: the first message is lost.
+  auto r = pipeline(plan_of({"partition:a=0,b=1,until_us=100"}), 1);
+  EXPECT_TRUE(r.deadlocked);
+  EXPECT_NE(r.deadlock_report.find("lost to a partition"), std::string::npos) << r.deadlock_report;
+  // A window that has passed changes nothing.
+  EXPECT_TRUE(pipeline(plan_of({"partition:a=0,b=1,from_us=50,until_us=60"}), 1).ok());
+  // One way, the other direction: nothing lost.
+  EXPECT_TRUE(pipeline(plan_of({"partition:a=1,b=0,one_way=1"}), 2).ok());
+}
+
+TEST(Faults, LinkDegradationScalesBandwidthAndAddsLatency) {
+  // 40 bytes at 1 B/ns (x0.1) = 40 ns; +2 us.
+  EXPECT_EQ(pipeline(plan_of({"degrade:scope=pair,a=0,b=1,bw=0.1,lat_us=2"}), 1).end_time, 1000 + 40 + 2000);
+  // Inter-node degradation does not touch a single node.
+  EXPECT_EQ(pipeline(plan_of({"degrade:scope=inter,bw=0.1"}), 1).end_time, 1004);
+}
+
+TEST(Faults, SlowRankSlowsItsNic) {
+  EXPECT_EQ(pipeline(plan_of({"slow:rank=0,factor=5"}), 1).end_time, 1000 + 20);
+}
+
+TEST(Faults, CrashAtATimeAtAnOpAndAtAStep) {
+  auto at_time = pipeline(plan_of({"crash:rank=1,at_us=0"}), 1);
+  EXPECT_TRUE(at_time.deadlocked);
+  EXPECT_NE(at_time.deadlock_report.find("rank 1: crashed"), std::string::npos) << at_time.deadlock_report;
+  auto at_op = pipeline(plan_of({"crash:rank=0,op=2"}), 3);
+  EXPECT_TRUE(at_op.deadlocked);
+  EXPECT_NE(at_op.deadlock_report.find("rank 0 crashed by fault 'crash rank 0 at its 2nd op'"), std::string::npos)
+      << at_op.deadlock_report;
+  SimOptions o;
+  o.faults = plan_of({"crash:rank=2,step=reduce_scatter 1"});
+  SimWorld w(4, o);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {1000});
+    co_await c.all_reduce(t, ReduceOp::kSum, {}, {Algorithm::kRing});
+  });
+  EXPECT_TRUE(res.deadlocked);
+  EXPECT_TRUE(w.simulator().crashed(2));
+  EXPECT_NE(res.deadlock_report.find("step 'reduce_scatter"), std::string::npos) << res.deadlock_report;
+}
+
+TEST(Timeouts, NameTheOpTheStepAndThePeersStillAwaited) {
+  SimOptions o;
+  o.default_timeout_ns = 20000;
+  o.faults = plan_of({"crash:rank=3,op=1"});  // before it sends anything
+  SimWorld w(4, o);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {8});
+    co_await c.all_reduce(t, ReduceOp::kSum, {}, {Algorithm::kRecursiveDoubling});
+  });
+  EXPECT_EQ(testing::error_kind(res, 2), ErrorKind::kTimeout);
+  const std::string e = testing::error_text(res, 2);
+  EXPECT_NE(e.find("rank 2, all_reduce #1 on world (peer 3): did not complete within 20 us (at algorithm step "
+                   "'exchange 0'); still waiting for rank 3 (tag 2, float32 x 8 (32 bytes))"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Timeouts, PerCallAndPerGroupTimeoutsOverrideTheDefault) {
+  SimWorld w(2);
+  std::vector<std::string> errors;
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group g = c.new_group({0, 1}, /*timeout_ns=*/5000);
+    Tensor t(DType::kFloat32, {1});
+    if (c.rank() != 1) co_return;  // rank 0 never joins
+    for (Nanos per_call : {Nanos{0}, Nanos{7000}}) {
+      try {
+        co_await c.all_reduce(t, ReduceOp::kSum, g, {Algorithm::kAuto, per_call});
+        errors.push_back("completed");
+      } catch (const Error& e) {
+        errors.push_back(std::string(error_kind_name(e.kind())) + ": " + e.what());
+      }
+    }
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("all_reduce #1 on group 1 {0,1} (peer 0): did not complete within 5 us"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("all_reduce #2 on group 1 {0,1} (peer 0): did not complete within 7 us"), std::string::npos)
+      << errors[1];
+}
+
+TEST(Timeouts, ClockSkewMakesARanksTimeoutFireEarly) {
+  auto run = [](const char* skew) {
+    SimOptions o;
+    o.default_timeout_ns = 100000;
+    if (skew) o.faults = plan_of({skew});
+    SimWorld w(2, o);
+    Tensor t(DType::kFloat32, {1});
+    Work r = w.comm(1).irecv(t, 0);
+    auto res = w.run([&](Communicator&) -> Task<void> { co_return; });
+    (void)res;
+    try {
+      r.wait();
+    } catch (const Error&) {
+    }
+    return w.simulator().now();
+  };
+  EXPECT_EQ(run(nullptr), 100000);
+  EXPECT_EQ(run("skew:rank=1,rate=2"), 50000);  // its clock runs twice as fast
+}
+
+// ---- the core masks what a real transport masks -----------------------------
+
+TEST(FaultConformance, CollectivesEqualTheOracleUnderDelayDuplicateAndReorderFor1000Seeds) {
+  int failures = 0, faulted = 0;
+  for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
+    Prng prng(seed);
+    const int world = 1 + static_cast<int>(prng.below(8));
+    static const CollectiveKind kinds[] = {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
+                                           CollectiveKind::kAllReduce, CollectiveKind::kScatter,
+                                           CollectiveKind::kGather,    CollectiveKind::kAllGather};
+    const auto c = conformance::random_case(kinds[prng.below(6)], world, prng);
+    SimOptions o;
+    o.seed = seed;
+    o.network.eager_threshold_bytes = prng.below(2) ? 64 : 65536;
+    // Benign faults only: delays, duplicates, reordering.
+    o.faults = plan_of({"duplicate:p=0.3", "reorder:p=0.5,max_us=20", "delay:p=0.3,mean_us=5"});
+    SimWorld w(world, o);
+    const std::string err = conformance::run_and_check(w, {c});
+    if (!err.empty() && ++failures <= 3) ADD_FAILURE() << "seed " << seed << ": " << err;
+    faulted += w.simulator().fault_log().empty() ? 0 : 1;
+  }
+  EXPECT_EQ(failures, 0);
+  // The faults really fired (runs without messages -- a group of one -- have none to hit).
+  EXPECT_GT(faulted, 700);
+}
+
+// ---- reproducibility ----------------------------------------------------------
+
+std::pair<std::string, std::string> report_and_trace(std::uint64_t seed) {
+  SimOptions o;
+  o.seed = seed;
+  o.trace = true;
+  o.faults = plan_of({"crash:rank=2,op=1", "delay:p=0.5,mean_us=3"});
+  o.replay = "collie run x.yaml --seed " + std::to_string(seed);
+  SimWorld w(5, o);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {100});
+    co_await c.all_reduce(t);
+    co_await c.broadcast(t, 1);
+  });
+  std::ostringstream trace;
+  w.simulator().trace()->write_chrome_json(trace, res.stopped_at);
+  return {res.deadlock_report + res.deadlock_dot, trace.str()};
+}
+
+TEST(Reproducibility, SameSeedGivesByteIdenticalReportAndTrace) {
+  const auto a = report_and_trace(9), b = report_and_trace(9);
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_EQ(a.second, b.second);
+  EXPECT_NE(a.first.find("replay: collie run x.yaml --seed 9"), std::string::npos) << a.first;
+  EXPECT_NE(a.second.find("\"cat\":\"fault\""), std::string::npos);
+  EXPECT_NE(a.second.find("\"ph\":\"s\""), std::string::npos);  // message flows
+  EXPECT_NE(a.second.find("\"cat\":\"step\""), std::string::npos);
+}
+
+TEST(FaultParsing, RoundTripsThroughTheCommandLineForm) {
+  FaultPlan p = plan_of({"drop:src=0,dst=1,nth=3", "delay:p=0.5,mean_us=4", "reorder:p=0.2,max_us=9",
+                         "partition:a=0+1,b=2,from_us=1,until_us=9,one_way=1", "degrade:scope=node,a=1,bw=0.5",
+                         "crash:rank=2,step=all_gather", "slow:rank=1,factor=3", "skew:rank=0,rate=1.5,offset_us=2"});
+  FaultPlan q;
+  for (const auto& a : fault_args(p)) ASSERT_FALSE(parse_fault(a, q)) << a;
+  EXPECT_EQ(fault_args(p), fault_args(q));
+  EXPECT_EQ(q.describe(), p.describe());
+  FaultPlan bad;
+  EXPECT_EQ(*parse_fault("drop:srcc=1", bad), "fault 'drop:srcc=1': unknown key 'srcc'");
+  EXPECT_EQ(*parse_fault("explode", bad),
+            "unknown fault 'explode' (drop, delay, duplicate, reorder, partition, degrade, crash, slow, skew)");
+}
+
+}  // namespace
+}  // namespace collie::sim
