@@ -4,6 +4,7 @@
 
 #include "backends/backend.h"
 #include "backends/plugin.h"
+#include "backends/tcp/tcp_world.h"
 #include "core/error.h"
 #include "sim/sim_world.h"
 #include "sim/simulator.h"
@@ -48,6 +49,7 @@ BackendRegistry& BackendRegistry::builtin() {
     sim.simulated = true;
     sim.create = [](const BackendOptions& o) { return std::make_unique<SimBackend>(o); };
     reg->add(std::move(sim));
+    tcp::register_tcp_backend(*reg);
     return reg;
   }();
   return *r;

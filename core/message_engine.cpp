@@ -1,6 +1,7 @@
 #include "core/message_engine.h"
 
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace collie {
@@ -175,6 +176,48 @@ void MessageEngine::on_send_complete(void* cookie) {
   auto w = std::move(it->second.work);
   sends_.erase(it);
   w->finish(nullptr);
+}
+
+void MessageEngine::on_peer_lost(int peer, const std::string& why) {
+  lost_peers_.insert(peer);
+  auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
+    OpContext ctx = info ? info->context({peer}) : OpContext{rank_, "", "", -1, {peer}};
+    return std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(peer) + ": " + why));
+  };
+  // Collectives with anything outstanding on the peer fail as a whole.
+  std::set<std::pair<std::uint32_t, std::uint64_t>> calls;
+  for (const Wait& w : waits())
+    if (w.peer == peer && w.seq != 0) calls.insert({w.context, w.seq});
+  for (const auto& [ctx, seq] : calls) {
+    auto it = active_.find({ctx, seq});
+    fail_collective(ctx, seq, error_for(it != active_.end() ? it->second.info : nullptr));
+  }
+  std::vector<std::pair<std::shared_ptr<WorkState>, std::exception_ptr>> failed;
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if (it->spec.src == peer) {
+      failed.emplace_back(it->work, error_for(it->info));
+      it = posted_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = inbound_.begin(); it != inbound_.end();) {
+    if (it->first.first == peer) {
+      failed.emplace_back(it->second.work, error_for(it->second.info));
+      it = inbound_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second.header.dst == peer && it->second.work) {
+      failed.emplace_back(it->second.work, error_for(it->second.info));
+      it = sends_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [w, e] : failed) w->finish(e);
 }
 
 void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::byte> payload) {

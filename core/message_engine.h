@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -138,6 +139,7 @@ class MessageEngine final : public FrameSink {
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
   void on_send_complete(void* cookie) override;
+  void on_peer_lost(int peer, const std::string& why) override;
 
  private:
   struct PostedRecv {
@@ -195,6 +197,7 @@ class MessageEngine final : public FrameSink {
     std::string group;
   };
   std::unordered_map<std::uint32_t, KnownContext> contexts_;
+  std::set<int> lost_peers_;
   SpawnRegistry spawned_;
 };
 

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "core/frame.h"
 #include "core/reduce_op.h"
@@ -50,6 +51,10 @@ class FrameSink {
   virtual void on_frame(const FrameHeader& header, std::span<const std::byte> payload) = 0;
   // The send posted with `cookie` no longer needs its payload buffer.
   virtual void on_send_complete(void* cookie) = 0;
+  // The transport lost its connection to `peer` for good (the process died,
+  // the link broke): every op waiting on it fails with a transport error
+  // naming the lost rank.
+  virtual void on_peer_lost(int peer, const std::string& why) = 0;
 };
 
 class Transport {

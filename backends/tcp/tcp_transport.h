@@ -1,0 +1,119 @@
+// The TCP backend: collie's core over real sockets (standalone Asio).
+//
+// TcpEventLoop is the executor: one Asio io_context, a queue of coroutines
+// ready to resume, and timers, all driven by run_until() on one thread. A
+// process running one rank (collie launch) has one loop and one
+// TcpTransport; the in-process test world (backend "tcp") drives every
+// rank's transport -- each with its own real loopback sockets -- from one
+// loop, with no threads at all.
+//
+// TcpTransport keeps one connection per peer (the higher rank connects to
+// the lower one), both ends having exchanged a versioned handshake. Frames
+// go out in post order per connection, straight from the caller's buffer;
+// incoming frames are validated (docs/wire.md) before the core sees them:
+// anything malformed or from the wrong peer closes that connection with a
+// log line naming the peer, and the core fails every op waiting on it.
+#pragma once
+
+#include <asio.hpp>
+#include <coroutine>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/tcp/wire.h"
+#include "core/transport.h"
+
+namespace collie::tcp {
+
+class TcpEventLoop {
+ public:
+  // `idle_deadlock_ms`: with nothing to resume, no I/O and no timer for
+  // this long, run_until() declares a deadlock (0: wait forever, as real
+  // jobs do -- use timeouts there).
+  explicit TcpEventLoop(int idle_deadlock_ms = 0);
+  asio::io_context& io() { return io_; }
+  Nanos now() const;
+  void ready(std::coroutine_handle<> h) { ready_.push_back(h); }
+  void at(Nanos when, std::coroutine_handle<> h) { timers_.emplace(when, h); }
+  void call(std::function<void()> f) { calls_.push_back(std::move(f)); }
+  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline);
+  std::uint64_t events() const { return events_; }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::deque<std::coroutine_handle<>> ready_;
+  std::deque<std::function<void()>> calls_;
+  std::multimap<Nanos, std::coroutine_handle<>> timers_;
+  std::chrono::steady_clock::time_point start_;
+  int idle_ms_;
+  bool running_ = false;
+  std::uint64_t events_ = 0;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(TcpEventLoop& loop, int rank, int world, std::uint64_t job = 0);
+  ~TcpTransport() override;
+
+  // Binds a listening socket; returns its port.
+  std::uint16_t listen(const std::string& host, std::uint16_t port = 0);
+  // Connects to a lower-ranked peer's listener (asynchronously).
+  void connect(int peer, const std::string& host, std::uint16_t port);
+  // Every peer connection is up and its handshake done.
+  bool connected() const;
+  // Closes every connection (as a process exit would).
+  void close();
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  void attach(FrameSink* sink) override { sink_ = sink; }
+  void post_send(const FrameHeader& header, std::span<const std::byte> payload, void* cookie) override;
+  void schedule(std::coroutine_handle<> h) override { loop_.ready(h); }
+  void schedule_after_compute(std::uint64_t, std::coroutine_handle<> h) override { loop_.ready(h); }
+  void schedule_at(Nanos when, std::coroutine_handle<> h) override { loop_.at(when, h); }
+  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override {
+    return loop_.run_until(done, deadline);
+  }
+  Nanos now() const override { return loop_.now(); }
+
+ private:
+  struct Out {
+    std::array<std::uint8_t, kHeaderBytes> header;
+    std::span<const std::byte> payload;
+    void* cookie;
+  };
+  struct Peer {
+    explicit Peer(asio::io_context& io) : socket(io) {}
+    asio::ip::tcp::socket socket;
+    bool up = false;       // handshake done
+    bool lost = false;
+    bool writing = false;
+    std::deque<Out> out;
+    std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
+    std::array<std::uint8_t, kHeaderBytes> header_in{};
+    std::vector<std::byte> payload_in;
+  };
+  void accept_next();
+  void handshake_in(std::shared_ptr<asio::ip::tcp::socket> s);
+  void start_reading(int peer);
+  void read_payload(int peer, FrameHeader h);
+  void write_next(int peer);
+  void lose(int peer, const std::string& why);
+  std::string peer_name(int peer) const;
+
+  TcpEventLoop& loop_;
+  const int rank_, world_;
+  const std::uint64_t job_;
+  FrameSink* sink_ = nullptr;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
+  std::shared_ptr<bool> alive_;               // handlers check it after close()
+};
+
+}  // namespace collie::tcp

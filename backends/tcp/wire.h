@@ -1,0 +1,45 @@
+// collie's TCP wire format, version 1 (docs/wire.md).
+//
+// A connection starts with a handshake in each direction:
+//   magic "CLHS" (u32), version (u16), flags (u16), rank (i32), world (i32),
+//   job id (u64: a hash of the job token; 0 when none)
+// then carries frames: a fixed 96-byte little-endian header (everything a
+// receiver needs to validate the frame before touching a buffer) followed by
+// `bytes` of payload.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/frame.h"
+
+namespace collie::tcp {
+
+inline constexpr std::uint32_t kHandshakeMagic = 0x53484c43;  // "CLHS"
+inline constexpr std::uint32_t kFrameMagic = 0x52464c43;      // "CLFR"
+inline constexpr std::uint16_t kWireVersion = 1;
+inline constexpr std::size_t kHandshakeBytes = 24;
+inline constexpr std::size_t kHeaderBytes = 96;
+// Frames larger than this are refused (a corrupt or hostile length).
+inline constexpr std::uint64_t kMaxFrameBytes = 1ull << 34;
+
+struct Handshake {
+  std::uint16_t version = kWireVersion;
+  std::uint16_t flags = 0;
+  std::int32_t rank = -1;
+  std::int32_t world = 0;
+  std::uint64_t job = 0;
+};
+
+std::array<std::uint8_t, kHandshakeBytes> encode(const Handshake& h);
+// Empty, with `why` set, when the bytes are not a version-1 handshake.
+std::optional<Handshake> decode_handshake(const std::uint8_t* bytes, std::string* why);
+
+std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h);
+// Empty, with `why` set, when the header is malformed (magic, version, kind,
+// dtype, length).
+std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string* why);
+
+}  // namespace collie::tcp
