@@ -315,7 +315,7 @@ Work Communicator::launch(CollectiveCall call) {
   outer->posted_at = t_.now();
   outer->description = "rank " + std::to_string(rank_) + ": " + describe_call(call.fp) + " on " + g.name;
   watch(info, outer, g, call.timeout_ns, true);
-  engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info);
+  engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.ranks);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
   auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info, opts_.observer);
   ops_.spawn(run_collective(engine_, std::move(ctx), std::move(call.body), outer));

@@ -1,5 +1,6 @@
 #include "core/message_engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -71,6 +72,12 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
     return w;
   }
 
+  if (auto lost = lost_peers_.find(spec.dst); lost != lost_peers_.end()) {
+    OpContext ctx = info ? info->context({spec.dst}) : OpContext{rank_, "send", "", -1, {spec.dst}};
+    w->finish(std::make_exception_ptr(
+        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + lost_why_[spec.dst])));
+    return w;
+  }
   h.channel_seq = out_seq_[spec.dst]++;
   const std::uint64_t id = next_send_id_++;
   PendingSend& ps = sends_[id];
@@ -96,6 +103,16 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
 
 std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
   auto w = new_work(info);
+  if (spec.src != kAnySource && lost_peers_.count(spec.src)) {
+    bool already_here = false;  // a message it sent before it was lost can still be received
+    for (const auto& f : unexpected_) already_here = already_here || matches(spec, f.header);
+    if (!already_here) {
+      OpContext ctx = info ? info->context({spec.src}) : OpContext{rank_, "recv", "", -1, {spec.src}};
+      w->finish(std::make_exception_ptr(
+          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + lost_why_[spec.src])));
+      return w;
+    }
+  }
   PostedRecv r{spec, w, std::move(info)};
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(spec, it->header)) {
@@ -180,14 +197,18 @@ void MessageEngine::on_send_complete(void* cookie) {
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why) {
   lost_peers_.insert(peer);
+  lost_why_[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
     OpContext ctx = info ? info->context({peer}) : OpContext{rank_, "", "", -1, {peer}};
     return std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(peer) + ": " + why));
   };
-  // Collectives with anything outstanding on the peer fail as a whole.
+  // Collectives of a group the peer belongs to (or with anything
+  // outstanding on it) fail as a whole: they cannot complete correctly.
   std::set<std::pair<std::uint32_t, std::uint64_t>> calls;
   for (const Wait& w : waits())
     if (w.peer == peer && w.seq != 0) calls.insert({w.context, w.seq});
+  for (const auto& [key, a] : active_)
+    if (std::find(a.members.begin(), a.members.end(), peer) != a.members.end()) calls.insert(key);
   for (const auto& [ctx, seq] : calls) {
     auto it = active_.find({ctx, seq});
     fail_collective(ctx, seq, error_for(it != active_.end() ? it->second.info : nullptr));
@@ -326,8 +347,17 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
 }
 
 void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
-                                     std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info) {
+                                     std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
+                                     const std::vector<int>& members) {
+  for (int m : members) {
+    if (!lost_peers_.count(m)) continue;
+    OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
+    outer->finish(std::make_exception_ptr(
+        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + lost_why_[m])));
+    return;
+  }
   ActiveCollective& a = active_[{context, fp.seq}];
+  a.members = members;
   a.fp = fp;
   a.group_digest = group_digest;
   a.outer = std::move(outer);

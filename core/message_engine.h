@@ -79,8 +79,11 @@ class MessageEngine final : public FrameSink {
   // Declares that this rank is running the collective `fp` on `context`
   // until end_collective(); frames of the same sequence number are checked
   // against it. `outer` is the user's Work of the call, failed on mismatch.
+  // `members` are the group's global ranks: if one of them is lost, the
+  // call fails naming it.
   void begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
-                        std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info);
+                        std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
+                        const std::vector<int>& members = {});
   void end_collective(std::uint32_t context, std::uint64_t seq);
 
   // Declares that `context` belongs to a group with this membership digest
@@ -160,6 +163,7 @@ class MessageEngine final : public FrameSink {
     std::shared_ptr<void> keepalive;  // owns buf's memory for control frames
   };
   struct ActiveCollective {
+    std::vector<int> members;
     Fingerprint fp;
     std::uint64_t group_digest = 0;
     std::shared_ptr<WorkState> outer;
@@ -198,6 +202,7 @@ class MessageEngine final : public FrameSink {
   };
   std::unordered_map<std::uint32_t, KnownContext> contexts_;
   std::set<int> lost_peers_;
+  std::map<int, std::string> lost_why_;
   SpawnRegistry spawned_;
 };
 

@@ -1,0 +1,153 @@
+// The TCP backend over real loopback sockets: the wire format, a lost peer,
+// a stranger's connection.
+#include "backends/tcp/tcp_transport.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/local_world.h"
+
+namespace collie::tcp {
+namespace {
+
+TEST(Wire, HeadersRoundTripAndMalformedOnesAreRefused) {
+  FrameHeader h;
+  h.kind = FrameKind::kRts;
+  h.src = 3;
+  h.dst = 1;
+  h.context = 7;
+  h.tag = -2;
+  h.group_digest = 0x1122334455667788ull;
+  h.channel_seq = 99;
+  h.rendezvous_id = 12;
+  h.dtype = DType::kBFloat16;
+  h.count = 1000;
+  h.bytes = 0;
+  h.fp = Fingerprint{CollectiveKind::kAllReduce, ReduceOp::kMax, 3, DType::kBFloat16, -1, 5, 1000};
+  auto bytes = encode(h);
+  std::string why;
+  auto back = decode_header(bytes.data(), &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->fp, h.fp);
+  EXPECT_EQ(back->group_digest, h.group_digest);
+  EXPECT_EQ(back->tag, -2);
+  EXPECT_EQ(back->count, 1000u);
+
+  auto bad = bytes;
+  bad[0] ^= 1;
+  EXPECT_FALSE(decode_header(bad.data(), &why));
+  EXPECT_EQ(why, "bad frame magic");
+  h.kind = FrameKind::kEager;
+  h.bytes = 7;  // 1000 bf16 are 2000 bytes
+  bad = encode(h);
+  EXPECT_FALSE(decode_header(bad.data(), &why));
+  EXPECT_EQ(why, "payload length 7 does not match 1000 elements");
+  h.bytes = kMaxFrameBytes + 1;
+  bad = encode(h);
+  EXPECT_FALSE(decode_header(bad.data(), &why));
+}
+
+// Three ranks in this process over real sockets.
+struct World {
+  TcpEventLoop loop{3000};
+  std::vector<std::unique_ptr<TcpTransport>> t;
+  std::vector<std::uint16_t> ports;
+  explicit World(int n) {
+    for (int r = 0; r < n; ++r) {
+      t.push_back(std::make_unique<TcpTransport>(loop, r, n));
+      ports.push_back(t.back()->listen("127.0.0.1"));
+    }
+    for (int r = 0; r < n; ++r)
+      for (int p = 0; p < r; ++p) t[static_cast<std::size_t>(r)]->connect(p, "127.0.0.1", ports[static_cast<std::size_t>(p)]);
+    EXPECT_TRUE(loop.run_until(
+        [&] {
+          for (auto& x : t)
+            if (!x->connected()) return false;
+          return true;
+        },
+        loop.now() + 5'000'000'000));
+  }
+  std::vector<Transport*> transports() {
+    std::vector<Transport*> v;
+    for (auto& x : t) v.push_back(x.get());
+    return v;
+  }
+};
+
+TEST(Tcp, ALostPeerFailsEveryOpWaitingOnItNamingTheRank) {
+  World w(3);
+  LocalWorld world(w.transports(), CommunicatorOptions{});
+  std::vector<std::string> errors(3);
+  auto res = world.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat32, {1000});
+    if (c.rank() == 2) {
+      w.t[2]->close();  // the process dies before taking part
+      co_return;
+    }
+    try {
+      co_await c.all_reduce(t, ReduceOp::kSum, {}, {Algorithm::kRing});
+    } catch (const Error& e) {
+      errors[static_cast<std::size_t>(c.rank())] = std::string(error_kind_name(e.kind())) + ": " + e.what();
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    const std::string& e = errors[static_cast<std::size_t>(r)];
+    EXPECT_NE(e.find("transport"), std::string::npos) << "rank " << r << ": [" << e << "] " << res.describe();
+    EXPECT_NE(e.find("lost rank 2"), std::string::npos) << e;
+  }
+}
+
+TEST(Tcp, AStrangersConnectionIsRefusedAndTheJobCarriesOn) {
+  World w(2);
+  // Someone connects to rank 0 with garbage instead of a handshake.
+  asio::ip::tcp::socket stranger(w.loop.io());
+  stranger.connect({asio::ip::make_address("127.0.0.1"), w.ports[0]});
+  std::array<std::uint8_t, kHandshakeBytes> junk{};
+  junk.fill(0x41);
+  asio::write(stranger, asio::buffer(junk));
+  // A second one claims to be rank 1, which is already connected.
+  asio::ip::tcp::socket impostor(w.loop.io());
+  impostor.connect({asio::ip::make_address("127.0.0.1"), w.ports[0]});
+  asio::write(impostor, asio::buffer(encode(Handshake{kWireVersion, 0, 1, 2, 0})));
+  LocalWorld world(w.transports(), CommunicatorOptions{});
+  double got = 0;
+  auto res = world.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat64, {3});
+    t.set(2, c.rank() + 1);
+    co_await c.all_reduce(t);
+    if (c.rank() == 0) got = t.get(2);
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(got, 3.0);
+}
+
+TEST(Tcp, LargeMessagesAndManySmallOnesArriveIntact) {
+  World w(2);
+  LocalWorld world(w.transports(), CommunicatorOptions{});
+  bool good = true;
+  auto res = world.run([&](Communicator& c) -> Task<void> {
+    Tensor big(DType::kInt64, {1 << 20});  // 8 MiB: rendezvous, many TCP segments
+    std::vector<Tensor> small;
+    for (int i = 0; i < 200; ++i) small.emplace_back(DType::kInt32, std::vector<std::int64_t>{3});
+    if (c.rank() == 0) {
+      for (std::size_t i = 0; i < big.count(); ++i) big.set_int(i, static_cast<std::int64_t>(i * 7));
+      std::vector<Work> ws;
+      for (int i = 0; i < 200; ++i) {
+        small[static_cast<std::size_t>(i)].set_int(1, i);
+        ws.push_back(c.isend(small[static_cast<std::size_t>(i)], 1, i % 5));
+      }
+      co_await c.send(big, 1, 9);
+      co_await wait_all(ws);
+    } else {
+      co_await c.recv(big, 0, 9);
+      for (int i = 0; i < 200; ++i) co_await c.recv(small[static_cast<std::size_t>(i)], 0, i % 5);
+      for (std::size_t i = 0; i < big.count(); i += 4099) good = good && big.get_int(i) == static_cast<std::int64_t>(i * 7);
+      for (int i = 0; i < 200; ++i) good = good && small[static_cast<std::size_t>(i)].get_int(1) == i;
+    }
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  EXPECT_TRUE(good);
+}
+
+}  // namespace
+}  // namespace collie::tcp
