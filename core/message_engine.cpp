@@ -195,8 +195,8 @@ void MessageEngine::on_send_complete(void* cookie) {
   w->finish(nullptr);
 }
 
-void MessageEngine::on_peer_lost(int peer, const std::string& why) {
-  lost_peers_.insert(peer);
+void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
+  if (!clean) lost_peers_.insert(peer);
   lost_why_[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
     OpContext ctx = info ? info->context({peer}) : OpContext{rank_, "", "", -1, {peer}};
@@ -207,8 +207,9 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why) {
   std::set<std::pair<std::uint32_t, std::uint64_t>> calls;
   for (const Wait& w : waits())
     if (w.peer == peer && w.seq != 0) calls.insert({w.context, w.seq});
-  for (const auto& [key, a] : active_)
-    if (std::find(a.members.begin(), a.members.end(), peer) != a.members.end()) calls.insert(key);
+  if (!clean)
+    for (const auto& [key, a] : active_)
+      if (std::find(a.members.begin(), a.members.end(), peer) != a.members.end()) calls.insert(key);
   for (const auto& [ctx, seq] : calls) {
     auto it = active_.find({ctx, seq});
     fail_collective(ctx, seq, error_for(it != active_.end() ? it->second.info : nullptr));

@@ -142,7 +142,7 @@ class MessageEngine final : public FrameSink {
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
   void on_send_complete(void* cookie) override;
-  void on_peer_lost(int peer, const std::string& why) override;
+  void on_peer_lost(int peer, const std::string& why, bool clean) override;
 
  private:
   struct PostedRecv {

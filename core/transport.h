@@ -51,10 +51,11 @@ class FrameSink {
   virtual void on_frame(const FrameHeader& header, std::span<const std::byte> payload) = 0;
   // The send posted with `cookie` no longer needs its payload buffer.
   virtual void on_send_complete(void* cookie) = 0;
-  // The transport lost its connection to `peer` for good (the process died,
-  // the link broke): every op waiting on it fails with a transport error
-  // naming the lost rank.
-  virtual void on_peer_lost(int peer, const std::string& why) = 0;
+  // The transport lost its connection to `peer` for good. `clean` means the
+  // peer said goodbye first (its program finished): only ops that still
+  // wait for it fail. Otherwise it died or the link broke: every op waiting
+  // on it and every collective of a group it belongs to fail, naming it.
+  virtual void on_peer_lost(int peer, const std::string& why, bool clean) = 0;
 };
 
 class Transport {

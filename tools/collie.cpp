@@ -24,6 +24,7 @@
 #include "scenario/runner.h"
 #include "scenario/search.h"
 #include "sim/faults.h"
+#include "tools/launch.h"
 
 #ifndef COLLIE_SCENARIO_DIR
 #define COLLIE_SCENARIO_DIR "scenarios"
@@ -221,6 +222,15 @@ int main(int argc, char** argv) {
   exp->add_option("--buffering", ebuffering, "with --schedule: configured, rendezvous or eager");
   exp->add_flag("-v,--verbose", everbose, "show each finding's full diagnosis");
 
+  // launch
+  auto* launch = app.add_subcommand("launch", "start N local processes of a program as one job (env:// rendezvous)");
+  collie::tools::LaunchOptions lo;
+  launch->add_option("-n,--nproc", lo.nprocs, "number of ranks")->required()->check(CLI::Range(1, 4096));
+  launch->add_option("--master-port", lo.master_port, "rank 0's rendezvous port (default: a free one)");
+  bool no_prefix = false;
+  launch->add_flag("--no-prefix", no_prefix, "do not prefix output lines with the rank");
+  launch->add_option("command", lo.command, "the program and its arguments (after --)")->required();
+
   // backends
   auto* backends = app.add_subcommand("backends", "list the backends and how each is selected");
   std::vector<std::string> bplugins;
@@ -231,6 +241,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitInvalid;
+  }
+
+  if (*launch) {
+    lo.prefix = !no_prefix;
+    return collie::tools::launch(lo);
   }
 
   if (*backends) {

@@ -92,6 +92,23 @@ void TcpTransport::close() {
     if (p) p->socket.close(ec);
 }
 
+void TcpTransport::attach(FrameSink* sink) {
+  sink_ = sink;
+  if (early_.empty()) return;
+  auto early = std::move(early_);
+  early_.clear();
+  auto alive = alive_;
+  loop_.call([early = std::move(early), alive] {
+    if (!*alive) return;
+    for (const auto& f : early) f();
+  });
+}
+
+void TcpTransport::to_sink(std::function<void()> f) {
+  if (sink_) f();
+  else early_.push_back(std::move(f));
+}
+
 std::string TcpTransport::peer_name(int peer) const {
   std::string s = "rank " + std::to_string(peer);
   const auto& p = peers_[static_cast<std::size_t>(peer)];
@@ -228,9 +245,17 @@ void TcpTransport::start_reading(int peer) {
   auto alive = alive_;
   asio::async_read(p.socket, asio::buffer(p.header_in), [this, peer, alive](const asio::error_code& ec, std::size_t) {
     if (!*alive) return;
-    if (ec) return lose(peer, ec == asio::error::eof ? "connection closed by the peer" : "receive failed: " + ec.message());
+    if (ec) {
+      if (peers_[static_cast<std::size_t>(peer)]->said_goodbye) return lose(peer, "its program finished", true);
+      return lose(peer, ec == asio::error::eof ? "connection closed by the peer" : "receive failed: " + ec.message());
+    }
     std::string why;
     auto h = decode_header(peers_[static_cast<std::size_t>(peer)]->header_in.data(), &why);
+    if (!h && why == "goodbye") {
+      peers_[static_cast<std::size_t>(peer)]->said_goodbye = true;
+      start_reading(peer);
+      return;
+    }
     if (h && (h->src != peer || h->dst != rank_))
       why = "frame claims to be from rank " + std::to_string(h->src) + " to rank " + std::to_string(h->dst);
     if (!h || !why.empty()) {
@@ -238,7 +263,8 @@ void TcpTransport::start_reading(int peer) {
       return lose(peer, "sent a malformed frame (" + why + ")");
     }
     if (h->bytes == 0) {
-      if (sink_) sink_->on_frame(*h, {});
+      const FrameHeader hd = *h;
+      to_sink([this, hd] { sink_->on_frame(hd, {}); });
       start_reading(peer);
     } else {
       read_payload(peer, *h);
@@ -254,12 +280,17 @@ void TcpTransport::read_payload(int peer, FrameHeader h) {
                    [this, peer, h, alive](const asio::error_code& ec, std::size_t) {
                      if (!*alive) return;
                      if (ec) return lose(peer, "receive failed: " + ec.message());
-                     if (sink_) sink_->on_frame(h, peers_[static_cast<std::size_t>(peer)]->payload_in);
+                     if (sink_) {
+                       sink_->on_frame(h, peers_[static_cast<std::size_t>(peer)]->payload_in);
+                     } else {
+                       auto copy = std::make_shared<std::vector<std::byte>>(peers_[static_cast<std::size_t>(peer)]->payload_in);
+                       to_sink([this, h, copy] { sink_->on_frame(h, *copy); });
+                     }
                      start_reading(peer);
                    });
 }
 
-void TcpTransport::lose(int peer, const std::string& why) {
+void TcpTransport::lose(int peer, const std::string& why, bool clean) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
   if (p.lost) return;
   p.lost = true;
@@ -267,7 +298,32 @@ void TcpTransport::lose(int peer, const std::string& why) {
   asio::error_code ec;
   p.socket.close(ec);
   p.out.clear();
-  if (sink_) sink_->on_peer_lost(peer, why);
+  to_sink([this, peer, why, clean] { sink_->on_peer_lost(peer, why, clean); });
+}
+
+void TcpTransport::shutdown(Nanos timeout) {
+  if (!*alive_) return;
+  FrameHeader bye;
+  bye.src = rank_;
+  for (int p = 0; p < world_; ++p) {
+    auto& peer = peers_[static_cast<std::size_t>(p)];
+    if (!peer || peer->lost || !peer->up) continue;
+    bye.dst = p;
+    Out o{encode(bye), {}, nullptr};
+    o.header[5] = kGoodbyeKind;
+    peer->out.push_back(o);
+    write_next(p);
+  }
+  auto flushed = [&] {
+    for (const auto& peer : peers_)
+      if (peer && !peer->lost && (peer->writing || !peer->out.empty())) return false;
+    return true;
+  };
+  try {
+    loop_.run_until(flushed, loop_.now() + timeout);
+  } catch (const Error&) {
+  }
+  close();
 }
 
 }  // namespace collie::tcp

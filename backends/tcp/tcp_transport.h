@@ -67,12 +67,15 @@ class TcpTransport final : public Transport {
   void connect(int peer, const std::string& host, std::uint16_t port);
   // Every peer connection is up and its handshake done.
   bool connected() const;
-  // Closes every connection (as a process exit would).
+  // Closes every connection at once (as a crash would).
   void close();
+  // Tells every peer this rank is done, flushes what is queued (for at most
+  // `timeout`), then closes: peers then fail only what still waits for it.
+  void shutdown(Nanos timeout = 2'000'000'000);
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
-  void attach(FrameSink* sink) override { sink_ = sink; }
+  void attach(FrameSink* sink) override;
   void post_send(const FrameHeader& header, std::span<const std::byte> payload, void* cookie) override;
   void schedule(std::coroutine_handle<> h) override { loop_.ready(h); }
   void schedule_after_compute(std::uint64_t, std::coroutine_handle<> h) override { loop_.ready(h); }
@@ -93,6 +96,7 @@ class TcpTransport final : public Transport {
     asio::ip::tcp::socket socket;
     bool up = false;       // handshake done
     bool lost = false;
+    bool said_goodbye = false;
     bool writing = false;
     std::deque<Out> out;
     std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
@@ -104,7 +108,7 @@ class TcpTransport final : public Transport {
   void start_reading(int peer);
   void read_payload(int peer, FrameHeader h);
   void write_next(int peer);
-  void lose(int peer, const std::string& why);
+  void lose(int peer, const std::string& why, bool clean = false);
   std::string peer_name(int peer) const;
 
   TcpEventLoop& loop_;
@@ -114,6 +118,10 @@ class TcpTransport final : public Transport {
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
   std::shared_ptr<bool> alive_;               // handlers check it after close()
+  // What arrived before attach(): replayed from the event loop once attached.
+  std::vector<std::function<void()>> early_;
+  // Calls into the sink now, or later if none is attached yet.
+  void to_sink(std::function<void()> f);
 };
 
 }  // namespace collie::tcp

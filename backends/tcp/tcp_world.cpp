@@ -38,7 +38,7 @@ class TcpWorld final : public InProcessBackend {
     }
   }
   ~TcpWorld() override {
-    for (auto& t : ranks_) t->close();
+    for (auto& t : ranks_) t->close();  // the whole world goes at once
   }
   Transport& transport(int rank) override { return *ranks_[static_cast<std::size_t>(rank)]; }
   std::uint64_t events() const override { return loop_.events(); }

@@ -117,6 +117,10 @@ std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string*
   }
   FrameHeader h;
   const std::uint8_t kind = r.u8();
+  if (kind == kGoodbyeKind) {
+    *why = "goodbye";
+    return std::nullopt;
+  }
   if (kind > static_cast<std::uint8_t>(FrameKind::kData)) {
     *why = "unknown frame kind " + std::to_string(kind);
     return std::nullopt;

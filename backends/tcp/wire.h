@@ -22,6 +22,9 @@ inline constexpr std::uint32_t kFrameMagic = 0x52464c43;      // "CLFR"
 inline constexpr std::uint16_t kWireVersion = 1;
 inline constexpr std::size_t kHandshakeBytes = 24;
 inline constexpr std::size_t kHeaderBytes = 96;
+// A header whose kind byte is this is the transport's own "goodbye": the
+// sender's program finished and it is closing the connection on purpose.
+inline constexpr std::uint8_t kGoodbyeKind = 0xff;
 // Frames larger than this are refused (a corrupt or hostile length).
 inline constexpr std::uint64_t kMaxFrameBytes = 1ull << 34;
 

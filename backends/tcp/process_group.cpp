@@ -1,0 +1,47 @@
+#include "backends/tcp/process_group.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace collie::tcp {
+
+std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given) {
+  RendezvousOptions options = given;
+  if (const char* t = std::getenv("COLLIE_INIT_TIMEOUT_S")) options.timeout_ns = static_cast<Nanos>(std::atof(t) * 1e9);
+  std::unique_ptr<ProcessGroup> pg(new ProcessGroup());
+  int rank = 0, world = 0;
+  resolve_identity(options, &rank, &world);
+  const char* token = std::getenv("COLLIE_JOB_TOKEN");
+  const std::uint64_t job = job_id(!options.token.empty() ? options.token : (token ? token : ""));
+  pg->loop_ = std::make_unique<TcpEventLoop>(0);
+  pg->transport_ = std::make_unique<TcpTransport>(*pg->loop_, rank, world, job);
+  // Listen where peers can reach us: loopback jobs stay on loopback.
+  const char* master = std::getenv("MASTER_ADDR");
+  const bool loopback = !master || std::string(master).rfind("127.", 0) == 0 || std::string(master) == "localhost" ||
+                        options.init_method.rfind("file://", 0) == 0;
+  const std::uint16_t port = pg->transport_->listen(loopback ? "127.0.0.1" : "0.0.0.0");
+  const Membership m = rendezvous(pg->loop_->io(), options, port);
+  for (int p = 0; p < rank; ++p)
+    pg->transport_->connect(p, m.peers[static_cast<std::size_t>(p)].host, m.peers[static_cast<std::size_t>(p)].port);
+  if (!pg->loop_->run_until([&] { return pg->transport_->connected(); },
+                            pg->loop_->now() + options.timeout_ns)) {
+    throw Error(ErrorKind::kTransport, OpContext{rank, "init_process_group", "world", -1, {}},
+                "could not connect to every peer within the timeout");
+  }
+  CommunicatorOptions co;
+  const char* t = std::getenv("COLLIE_TIMEOUT_S");
+  co.default_timeout_ns = static_cast<Nanos>((t ? std::atof(t) : 300.0) * 1e9);
+  pg->comm_ = std::make_unique<Communicator>(*pg->transport_, co);
+  return pg;
+}
+
+ProcessGroup::~ProcessGroup() {
+  // Goodbye first, while the communicator can still take what arrives; the
+  // loop never runs again after this, so the coroutines it may still hold
+  // (op timers) can go with the communicator.
+  if (transport_) transport_->shutdown();
+  comm_.reset();
+}
+
+}  // namespace collie::tcp

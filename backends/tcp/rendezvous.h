@@ -1,0 +1,59 @@
+// Rendezvous: how the processes of a job find each other, as torch's
+// init_process_group does.
+//
+// init methods:
+//   env://            MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE (LOCAL_RANK
+//                     optional); RANK/WORLD_SIZE fall back to Slurm's
+//                     SLURM_PROCID/SLURM_NTASKS and Open MPI's
+//                     OMPI_COMM_WORLD_RANK/SIZE, so srun and mpirun work.
+//   tcp://HOST:PORT   the master's address; rank and world given explicitly.
+//   file://PATH       a file on a shared file system; no master.
+// With env:// and tcp://, rank 0 hosts the store: every rank connects to it
+// and registers (rank, world, job, its data port); when all have arrived,
+// rank 0 sends everyone the table of addresses. If some never arrive, every
+// waiting rank fails after the timeout with the list of missing ranks
+// ("3/4 ranks joined; missing: 2"). A wrong world size, a rank that joins
+// twice, or a process of another job (different COLLIE_JOB_TOKEN) is
+// refused with a message naming it.
+#pragma once
+
+#include <asio.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/transport.h"
+
+namespace collie::tcp {
+
+struct RendezvousOptions {
+  std::string init_method = "env://";
+  int rank = -1;                   // -1: from the environment
+  int world = -1;                  // -1: from the environment
+  std::string token;               // empty: COLLIE_JOB_TOKEN from the environment, if set
+  Nanos timeout_ns = 30'000'000'000;  // how long to wait for every rank
+};
+
+struct PeerAddress {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+struct Membership {
+  int rank = -1;
+  int world = 0;
+  std::uint64_t job = 0;            // hash of the token (0: none)
+  std::vector<PeerAddress> peers;   // by rank
+};
+
+// Who am I and where is everyone: resolves the init method and environment
+// (throws Error(kUsage) naming what is missing), then exchanges addresses.
+// `data_port` is this rank's listening port for peer connections.
+Membership rendezvous(asio::io_context& io, const RendezvousOptions& options, std::uint16_t data_port);
+
+// The rank/world the init method and environment give, without connecting.
+void resolve_identity(const RendezvousOptions& options, int* rank, int* world);
+
+std::uint64_t job_id(const std::string& token);
+
+}  // namespace collie::tcp

@@ -1,0 +1,171 @@
+#include "tools/launch.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+namespace collie::tools {
+
+namespace {
+
+int free_port() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+std::string random_token() {
+  std::ifstream r("/dev/urandom", std::ios::binary);
+  unsigned char b[16] = {};
+  r.read(reinterpret_cast<char*>(b), sizeof b);
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return std::string("killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "stopped";
+}
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  const int n = o.nprocs;
+  const int port = o.master_port ? o.master_port : free_port();
+  const std::string token = random_token();
+  struct Proc {
+    pid_t pid = -1;
+    int fd = -1;
+    std::string partial;
+    bool done = false;
+    int status = 0;
+  };
+  std::vector<Proc> procs(static_cast<std::size_t>(n));
+  std::cout.flush();
+  for (int r = 0; r < n; ++r) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      std::perror("collie launch: pipe");
+      return 2;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("collie launch: fork");
+      return 2;
+    }
+    if (pid == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("COLLIE_JOB_TOKEN", token.c_str(), 1);
+      std::vector<char*> argv;
+      for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      std::fprintf(stderr, "collie launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    close(fds[1]);
+    procs[static_cast<std::size_t>(r)].pid = pid;
+    procs[static_cast<std::size_t>(r)].fd = fds[0];
+  }
+  auto emit = [&](int r, const std::string& line) {
+    if (o.prefix) std::cout << "[rank " << r << "] ";
+    std::cout << line << "\n";
+    std::cout.flush();
+  };
+  int first_failed = -1;
+  std::string first_why;
+  auto failed_at = std::chrono::steady_clock::time_point{};
+  int alive = n;
+  while (alive > 0) {
+    std::vector<pollfd> pfds;
+    std::vector<int> who;
+    for (int r = 0; r < n; ++r) {
+      if (procs[static_cast<std::size_t>(r)].fd >= 0) {
+        pfds.push_back(pollfd{procs[static_cast<std::size_t>(r)].fd, POLLIN, 0});
+        who.push_back(r);
+      }
+    }
+    if (!pfds.empty()) poll(pfds.data(), pfds.size(), 100);
+    else usleep(20000);
+    for (std::size_t i = 0; i < pfds.size(); ++i) {
+      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Proc& p = procs[static_cast<std::size_t>(who[i])];
+      char buf[4096];
+      const ssize_t k = read(p.fd, buf, sizeof buf);
+      if (k <= 0) {
+        if (!p.partial.empty()) emit(who[i], p.partial);
+        p.partial.clear();
+        close(p.fd);
+        p.fd = -1;
+        continue;
+      }
+      p.partial.append(buf, static_cast<std::size_t>(k));
+      std::size_t nl;
+      while ((nl = p.partial.find('\n')) != std::string::npos) {
+        emit(who[i], p.partial.substr(0, nl));
+        p.partial.erase(0, nl + 1);
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      Proc& p = procs[static_cast<std::size_t>(r)];
+      if (p.done) continue;
+      int status = 0;
+      if (waitpid(p.pid, &status, WNOHANG) == p.pid) {
+        p.done = true;
+        p.status = status;
+        --alive;
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && first_failed < 0) {
+          first_failed = r;
+          first_why = describe_status(status);
+          failed_at = std::chrono::steady_clock::now();
+        }
+      }
+    }
+    // After a failure the others get a grace period to notice, then stop.
+    if (first_failed >= 0 && alive > 0 &&
+        std::chrono::steady_clock::now() - failed_at > std::chrono::duration<double>(o.grace_s)) {
+      for (auto& p : procs)
+        if (!p.done) kill(p.pid, SIGTERM);
+      failed_at = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    }
+  }
+  for (auto& p : procs)
+    if (p.fd >= 0) close(p.fd);
+  if (first_failed < 0) return 0;
+  std::cerr << "collie launch: rank " << first_failed << " failed first: " << first_why << "\n";
+  for (int r = 0; r < n; ++r) {
+    const Proc& p = procs[static_cast<std::size_t>(r)];
+    if (r != first_failed && !(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0))
+      std::cerr << "collie launch: rank " << r << " " << describe_status(p.status) << "\n";
+  }
+  return 1;
+}
+
+}  // namespace collie::tools
