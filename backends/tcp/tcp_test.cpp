@@ -2,6 +2,10 @@
 // a stranger's connection.
 #include "backends/tcp/tcp_transport.h"
 
+#include <thread>
+
+#include "backends/tcp/rendezvous.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -147,6 +151,76 @@ TEST(Tcp, LargeMessagesAndManySmallOnesArriveIntact) {
   });
   EXPECT_TRUE(res.ok()) << res.describe();
   EXPECT_TRUE(good);
+}
+
+}  // namespace
+}  // namespace collie::tcp
+
+namespace collie::tcp {
+namespace {
+
+// Runs rank 0 and another registration side by side; returns both errors.
+std::pair<std::string, std::string> rendezvous_pair(int world0, int rank1, int world1, const std::string& token1,
+                                                   std::uint16_t port) {
+  auto attempt = [&](int rank, int world, const std::string& token) {
+    try {
+      asio::io_context io;
+      RendezvousOptions o;
+      o.init_method = "tcp://127.0.0.1:" + std::to_string(port);
+      o.rank = rank;
+      o.world = world;
+      o.token = token;
+      o.timeout_ns = 1'000'000'000;
+      rendezvous(io, o, 1234);
+      return std::string("joined");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  std::string a, b;
+  std::thread t0([&] { a = attempt(0, world0, "job-a"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // real processes, real time
+  b = attempt(rank1, world1, token1);
+  t0.join();
+  return {a, b};
+}
+
+TEST(Rendezvous, AWrongWorldSizeIsRefusedAndTheMissingRankNamed) {
+  auto [a, b] = rendezvous_pair(2, 1, 3, "job-a", 29901);
+  EXPECT_NE(b.find("rank 1 says the world has 3 ranks, rank 0 says 2"), std::string::npos) << b;
+  EXPECT_NE(a.find("1/2 ranks joined within 1 s; missing: 1"), std::string::npos) << a;
+}
+
+TEST(Rendezvous, AnotherJobsProcessIsRefused) {
+  auto [a, b] = rendezvous_pair(2, 1, 2, "job-b", 29902);
+  EXPECT_NE(b.find("this port belongs to another job"), std::string::npos) << b;
+  EXPECT_NE(a.find("missing: 1"), std::string::npos) << a;
+}
+
+TEST(Rendezvous, TwoRanksMeet) {
+  auto [a, b] = rendezvous_pair(2, 1, 2, "job-a", 29903);
+  EXPECT_EQ(a, "joined");
+  EXPECT_EQ(b, "joined");
+}
+
+TEST(Rendezvous, IdentityComesFromSlurmOrOpenMpiVariables) {
+  ::setenv("SLURM_PROCID", "3", 1);
+  ::setenv("SLURM_NTASKS", "8", 1);
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  int rank = -1, world = -1;
+  resolve_identity(RendezvousOptions{}, &rank, &world);
+  EXPECT_EQ(rank, 3);
+  EXPECT_EQ(world, 8);
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  resolve_identity(RendezvousOptions{}, &rank, &world);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(world, 2);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
 }  // namespace
