@@ -102,6 +102,7 @@ int launch(const LaunchOptions& o) {
   int first_failed = -1;
   std::string first_why;
   auto failed_at = std::chrono::steady_clock::time_point{};
+  auto settle_until = std::chrono::steady_clock::time_point{};
   int alive = n;
   while (alive > 0) {
     std::vector<pollfd> pfds;
@@ -133,6 +134,10 @@ int launch(const LaunchOptions& o) {
         p.partial.erase(0, nl + 1);
       }
     }
+    // Reap what exited since the last look. Among failures seen in the same
+    // look, a rank killed by a signal comes first: the others most likely
+    // failed because it died.
+    int newly_failed = -1;
     for (int r = 0; r < n; ++r) {
       Proc& p = procs[static_cast<std::size_t>(r)];
       if (p.done) continue;
@@ -141,11 +146,29 @@ int launch(const LaunchOptions& o) {
         p.done = true;
         p.status = status;
         --alive;
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && first_failed < 0) {
+        const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        const bool signalled = WIFSIGNALED(status);
+        if (failed && (newly_failed < 0 ||
+                       (signalled && !WIFSIGNALED(procs[static_cast<std::size_t>(newly_failed)].status))))
+          newly_failed = r;
+      }
+    }
+    // A killed process closes its sockets before it can be reaped, so the
+    // ranks that notice may be reaped first: decide who failed first only
+    // after a short settling time, preferring a death by signal.
+    if (newly_failed >= 0 && first_failed < 0 && settle_until == std::chrono::steady_clock::time_point{})
+      settle_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    if (first_failed < 0 && settle_until != std::chrono::steady_clock::time_point{} &&
+        (std::chrono::steady_clock::now() >= settle_until || alive == 0)) {
+      for (int r = 0; r < n; ++r) {
+        const Proc& p = procs[static_cast<std::size_t>(r)];
+        if (!p.done || (WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0)) continue;
+        if (first_failed < 0 || (WIFSIGNALED(p.status) && !WIFSIGNALED(procs[static_cast<std::size_t>(first_failed)].status)))
           first_failed = r;
-          first_why = describe_status(status);
-          failed_at = std::chrono::steady_clock::now();
-        }
+      }
+      if (first_failed >= 0) {
+        first_why = describe_status(procs[static_cast<std::size_t>(first_failed)].status);
+        failed_at = std::chrono::steady_clock::now();
       }
     }
     // After a failure the others get a grace period to notice, then stop.
