@@ -232,14 +232,7 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     return;
   }
 
-  std::uint32_t slot;
-  if (!free_frames_.empty()) {
-    slot = free_frames_.back();
-    free_frames_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(frames_in_flight_.size());
-    frames_in_flight_.emplace_back();
-  }
+  const std::uint32_t slot = alloc_frame();
   InFlight& f = frames_in_flight_[slot];
   f.header = h;
   f.cookie = cookie;
@@ -262,14 +255,7 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   push(arrival, EventKind::kDeliver, h.dst, nullptr, slot);
   if (duplicate) {
     // A second copy, a little later, always with its own bytes.
-    std::uint32_t dup;
-    if (!free_frames_.empty()) {
-      dup = free_frames_.back();
-      free_frames_.pop_back();
-    } else {
-      dup = static_cast<std::uint32_t>(frames_in_flight_.size());
-      frames_in_flight_.emplace_back();
-    }
+    const std::uint32_t dup = alloc_frame();
     InFlight& d = frames_in_flight_[dup];
     d.header = h;
     d.cookie = nullptr;
@@ -280,6 +266,16 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     d.sent_at = start;
     push(arrival + static_cast<Nanos>(std::llround(alpha)) + 1, EventKind::kDeliver, h.dst, nullptr, dup);
   }
+}
+
+std::uint32_t Simulator::alloc_frame() {
+  if (!free_frames_.empty()) {
+    const std::uint32_t slot = free_frames_.back();
+    free_frames_.pop_back();
+    return slot;
+  }
+  frames_in_flight_.emplace_back();
+  return static_cast<std::uint32_t>(frames_in_flight_.size() - 1);
 }
 
 void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h) {

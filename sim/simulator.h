@@ -109,6 +109,8 @@ class Simulator final : public OpObserver {
   void push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame = 0);
   void post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
   void crash(int rank, const std::string& why);
+  // A free slot in frames_in_flight_ (reused, or a new one).
+  std::uint32_t alloc_frame();
   void record(FaultRecord::Kind kind, int src, int dst, const FrameHeader& h, const std::string& fault);
   double sample_delay_ns(const MessageFault& f);
   void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);

@@ -122,6 +122,17 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
+// Loads a scenario, or prints its file:line:column error and returns false.
+bool load_or_report(const std::string& file, collie::scenario::Scenario& out) {
+  try {
+    out = collie::scenario::load_file(file);
+    return true;
+  } catch (const collie::scenario::ScenarioError& e) {
+    std::cerr << e.what() << "\n";
+    return false;
+  }
+}
+
 int load_plugins(const std::vector<std::string>& plugins) {
   for (const auto& p : plugins) {
     try {
@@ -356,12 +367,7 @@ int main(int argc, char** argv) {
 
   if (*fuzz) {
     collie::scenario::Scenario s;
-    try {
-      s = collie::scenario::load_file(ffile);
-    } catch (const collie::scenario::ScenarioError& e) {
-      std::cerr << e.what() << "\n";
-      return kExitInvalid;
-    }
+    if (!load_or_report(ffile, s)) return kExitInvalid;
     collie::scenario::FuzzOptions fo;
     const auto dots = fseeds.find("..");
     try {
@@ -410,12 +416,7 @@ int main(int argc, char** argv) {
 
   if (*exp) {
     collie::scenario::Scenario s;
-    try {
-      s = collie::scenario::load_file(efile);
-    } catch (const collie::scenario::ScenarioError& e) {
-      std::cerr << e.what() << "\n";
-      return kExitInvalid;
-    }
+    if (!load_or_report(efile, s)) return kExitInvalid;
     collie::scenario::ExploreOptions eo;
     eo.max_runs = emax;
     eo.with_faults = efaults;
