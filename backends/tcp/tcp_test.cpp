@@ -179,8 +179,7 @@ std::pair<std::string, std::string> rendezvous_pair(int world0, int rank1, int w
   };
   std::string a, b;
   std::thread t0([&] { a = attempt(0, world0, "job-a"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // real processes, real time
-  b = attempt(rank1, world1, token1);
+  b = attempt(rank1, world1, token1);  // retries connecting until rank 0 listens
   t0.join();
   return {a, b};
 }
