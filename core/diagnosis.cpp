@@ -9,11 +9,6 @@ namespace collie {
 
 namespace {
 
-std::string payload_text(DType dt, std::uint64_t count) {
-  return std::string(dtype_name(dt)) + " x " + std::to_string(count) + " (" + std::to_string(count * dtype_size(dt)) +
-         " bytes)";
-}
-
 std::string op_text(const std::shared_ptr<const OpInfo>& info) {
   if (!info) return "an internal op";
   std::string s = info->op;
@@ -27,11 +22,11 @@ std::string wait_text(const MessageEngine::Wait& w) {
   std::ostringstream os;
   if (w.is_send) {
     os << "waits for rank " << w.peer << " to post a matching receive (rendezvous send, tag " << w.tag << ", "
-       << payload_text(w.dtype, w.count) << ")";
+       << describe_elements(w.dtype, w.count) << ")";
   } else {
     os << "waits for a message from "
        << (w.peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(w.peer)) << " (tag " << w.tag
-       << ", " << payload_text(w.dtype, w.count) << ")";
+       << ", " << describe_elements(w.dtype, w.count) << ")";
   }
   os << " since t=" << w.since << "ns";
   return os.str();
@@ -245,7 +240,7 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       any_unmatched = true;
       const FrameHeader& h = u.header;
       os << "  at rank " << r << ": " << (h.kind == FrameKind::kRts ? "rendezvous request" : "message") << " from rank "
-         << h.src << " (tag " << h.tag << ", " << payload_text(h.dtype, h.count);
+         << h.src << " (tag " << h.tag << ", " << describe_elements(h.dtype, h.count);
       if (h.fp.op != CollectiveKind::kNone) os << ", part of " << describe_call(h.fp);
       os << ") was never received\n";
     }

@@ -52,6 +52,11 @@ std::optional<DType> parse_dtype(std::string_view n) {
   return std::nullopt;
 }
 
+std::string describe_elements(DType t, std::uint64_t count) {
+  return std::string(dtype_name(t)) + " x " + std::to_string(count) + " (" + std::to_string(count * dtype_size(t)) +
+         " bytes)";
+}
+
 bool is_floating(DType t) {
   return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32 ||
          t == DType::kFloat64;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace collie {
@@ -39,6 +40,9 @@ std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 
 bool is_floating(DType t);
+
+// "float32 x 2 (8 bytes)": how errors and reports describe a payload.
+std::string describe_elements(DType t, std::uint64_t count);
 
 // IEEE 754 binary16, stored as raw bits. Arithmetic goes through float and is
 // rounded back to nearest-even, as torch does on CPU.

@@ -9,12 +9,6 @@ namespace collie {
 
 namespace {
 
-std::string describe_payload(DType dtype, std::uint64_t count) {
-  std::ostringstream os;
-  os << dtype_name(dtype) << " x " << count << " (" << count * dtype_size(dtype) << " bytes)";
-  return os.str();
-}
-
 struct ComputeAwaiter {
   Transport* t;
   std::uint64_t bytes;
@@ -268,8 +262,8 @@ std::string MessageEngine::validate(const PostedRecv& r, const FrameHeader& h, E
   if (h.dtype != r.spec.buf.dtype || h.count != r.spec.buf.count) {
     *kind = h.dtype != r.spec.buf.dtype ? ErrorKind::kDTypeMismatch : ErrorKind::kSizeMismatch;
     std::ostringstream os;
-    os << "message from rank " << h.src << " (tag " << h.tag << ") is " << describe_payload(h.dtype, h.count)
-       << " but the receive buffer is " << describe_payload(r.spec.buf.dtype, r.spec.buf.count);
+    os << "message from rank " << h.src << " (tag " << h.tag << ") is " << describe_elements(h.dtype, h.count)
+       << " but the receive buffer is " << describe_elements(r.spec.buf.dtype, r.spec.buf.count);
     return os.str();
   }
   return {};
@@ -498,14 +492,14 @@ std::vector<MessageEngine::Wait> MessageEngine::waits() const {
   std::vector<Wait> out;
   for (const PostedRecv& r : posted_)
     out.push_back(Wait{false, r.spec.src, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
-                       r.work->posted_at, r.info});
+                       r.work->posted_at, r.info, r.work});
   for (const auto& [key, r] : inbound_)
     out.push_back(Wait{false, key.first, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
-                       r.work->posted_at, r.info});
+                       r.work->posted_at, r.info, r.work});
   for (const auto& [id, s] : sends_) {
     if (!s.work || !s.info || !s.awaiting_cts) continue;
     out.push_back(Wait{true, s.header.dst, s.header.tag, s.header.context, s.header.fp.seq, s.buf.dtype, s.buf.count,
-                       s.work->posted_at, s.info});
+                       s.work->posted_at, s.info, s.work});
   }
   return out;
 }
@@ -516,34 +510,33 @@ std::vector<MessageEngine::Unmatched> MessageEngine::unmatched() const {
   return out;
 }
 
+namespace {
+// "rank 2 (tag 5, float32 x 4 (16 bytes))" or "rank 2 to receive (...)".
+std::string wait_line(const MessageEngine::Wait& w) {
+  const std::string who = w.peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(w.peer);
+  return who + (w.is_send ? " to receive" : "") + " (tag " + std::to_string(w.tag) + ", " +
+         describe_elements(w.dtype, w.count) + ")";
+}
+}  // namespace
+
 std::vector<std::string> MessageEngine::describe_waits(std::uint32_t context, std::uint64_t seq,
                                                        std::vector<int>* peers) const {
-  std::vector<std::string> out;
-  for (const Wait& w : waits()) {
-    if (w.context != context || w.seq != seq) continue;
-    out.push_back(std::string(w.is_send ? "rank " + std::to_string(w.peer) + " to receive" :
-                              (w.peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(w.peer))) +
-                  " (tag " + std::to_string(w.tag) + ", " + describe_payload(w.dtype, w.count) + ")");
-    if (peers && w.peer != kAnySource) peers->push_back(w.peer);
-  }
-  return out;
+  return describe_waits_if([&](const Wait& w) { return w.context == context && w.seq == seq; }, peers);
 }
 
 std::vector<std::string> MessageEngine::describe_waits(const std::shared_ptr<WorkState>& work,
                                                        std::vector<int>* peers) const {
+  return describe_waits_if([&](const Wait& w) { return w.work == work; }, peers);
+}
+
+std::vector<std::string> MessageEngine::describe_waits_if(const std::function<bool(const Wait&)>& pick,
+                                                          std::vector<int>* peers) const {
   std::vector<std::string> out;
-  auto add = [&](bool is_send, int peer, std::int32_t tag, DType dt, std::uint64_t count) {
-    out.push_back(std::string(is_send ? "rank " + std::to_string(peer) + " to receive" :
-                              (peer == kAnySource ? std::string("any rank") : "rank " + std::to_string(peer))) +
-                  " (tag " + std::to_string(tag) + ", " + describe_payload(dt, count) + ")");
-    if (peers && peer != kAnySource) peers->push_back(peer);
-  };
-  for (const PostedRecv& r : posted_)
-    if (r.work == work) add(false, r.spec.src, r.spec.tag, r.spec.buf.dtype, r.spec.buf.count);
-  for (const auto& [key, r] : inbound_)
-    if (r.work == work) add(false, key.first, r.spec.tag, r.spec.buf.dtype, r.spec.buf.count);
-  for (const auto& [id, s] : sends_)
-    if (s.work == work) add(true, s.header.dst, s.header.tag, s.buf.dtype, s.buf.count);
+  for (const Wait& w : waits()) {
+    if (!pick(w)) continue;
+    out.push_back(wait_line(w));
+    if (peers && w.peer != kAnySource) peers->push_back(w.peer);
+  }
   return out;
 }
 
@@ -563,7 +556,7 @@ std::vector<std::string> MessageEngine::describe_pending() const {
     std::ostringstream os;
     os << who(r.info) << ": waiting for a message from "
        << (r.spec.src == kAnySource ? std::string("any rank") : "rank " + std::to_string(r.spec.src)) << " (tag "
-       << r.spec.tag << ", " << describe_payload(r.spec.buf.dtype, r.spec.buf.count) << ") since t="
+       << r.spec.tag << ", " << describe_elements(r.spec.buf.dtype, r.spec.buf.count) << ") since t="
        << r.work->posted_at << "ns";
     out.push_back(os.str());
   }
@@ -577,7 +570,7 @@ std::vector<std::string> MessageEngine::describe_pending() const {
     if (!s.work || !s.info) continue;
     std::ostringstream os;
     os << who(s.info) << ": send to rank " << s.header.dst << " (tag " << s.header.tag << ", "
-       << describe_payload(s.buf.dtype, s.buf.count) << ") "
+       << describe_elements(s.buf.dtype, s.buf.count) << ") "
        << (s.awaiting_cts ? "waiting for the receiver to post a matching receive (rendezvous)" : "in flight")
        << " since t=" << s.work->posted_at << "ns";
     out.push_back(os.str());
@@ -590,7 +583,7 @@ std::vector<std::string> MessageEngine::describe_unexpected() const {
   for (const StoredFrame& f : unexpected_) {
     std::ostringstream os;
     os << (f.header.kind == FrameKind::kRts ? "rendezvous request" : "message") << " from rank " << f.header.src
-       << " (tag " << f.header.tag << ", " << describe_payload(f.header.dtype, f.header.count);
+       << " (tag " << f.header.tag << ", " << describe_elements(f.header.dtype, f.header.count);
     if (f.header.fp.op != CollectiveKind::kNone) os << ", part of " << describe_call(f.header.fp);
     os << ") was never received";
     out.push_back(os.str());

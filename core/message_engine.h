@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <set>
@@ -126,8 +127,12 @@ class MessageEngine final : public FrameSink {
     std::uint64_t count = 0;
     Nanos since = 0;
     std::shared_ptr<const OpInfo> info;
+    std::shared_ptr<WorkState> work;  // the (sub-)operation that waits
   };
   std::vector<Wait> waits() const;
+  std::vector<std::string> describe_waits_if(const std::function<bool(const Wait&)>& pick,
+                                             std::vector<int>* peers) const;
+
   // Messages that arrived and were never matched, for reports.
   struct Unmatched {
     FrameHeader header;
