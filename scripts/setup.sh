@@ -6,11 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libcli11-dev libasio-dev nlohmann-json3-dev
-  librapidcheck-dev libgtest-dev libxml2-utils
+  librapidcheck-dev libgtest-dev libxml2-utils libssl-dev iproute2
 )
 # Peers for the side-by-side benchmarks (bench/); not needed for tests.
 if [[ "${COLLIE_WITH_PEERS:-0}" == "1" ]]; then
-  packages+=(libsimgrid-dev time)
+  packages+=(libsimgrid-dev time openmpi-bin libopenmpi-dev libgloo-dev)
 fi
 
 missing=()

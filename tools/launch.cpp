@@ -7,9 +7,10 @@
 #include <unistd.h>
 
 #include <asio.hpp>
+
+#include "backends/tcp/auth.h"
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -21,19 +22,6 @@ int free_port() {
   asio::io_context io;
   asio::ip::tcp::acceptor a(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   return a.local_endpoint().port();
-}
-
-std::string random_token() {
-  std::ifstream r("/dev/urandom", std::ios::binary);
-  unsigned char b[16] = {};
-  r.read(reinterpret_cast<char*>(b), sizeof b);
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
 }
 
 std::string describe_status(int status) {
@@ -50,7 +38,7 @@ std::string describe_status(int status) {
 int launch(const LaunchOptions& o) {
   const int n = o.nprocs;
   const int port = o.master_port ? o.master_port : free_port();
-  const std::string token = random_token();
+  const std::string token = tcp::random_token();
   struct Proc {
     pid_t pid = -1;
     int fd = -1;

@@ -12,10 +12,8 @@ std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given)
   std::unique_ptr<ProcessGroup> pg(new ProcessGroup());
   int rank = 0, world = 0;
   resolve_identity(options, &rank, &world);
-  const char* token = std::getenv("COLLIE_JOB_TOKEN");
-  const std::uint64_t job = job_id(!options.token.empty() ? options.token : (token ? token : ""));
   pg->loop_ = std::make_unique<TcpEventLoop>(0);
-  pg->transport_ = std::make_unique<TcpTransport>(*pg->loop_, rank, world, job);
+  pg->transport_ = std::make_unique<TcpTransport>(*pg->loop_, rank, world, job_token(options));
   // Listen where peers can reach us: loopback jobs stay on loopback.
   const char* master = std::getenv("MASTER_ADDR");
   const bool loopback = !master || std::string(master).rfind("127.", 0) == 0 || std::string(master) == "localhost" ||

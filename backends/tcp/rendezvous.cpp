@@ -8,14 +8,24 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/tcp/auth.h"
 #include "core/error.h"
 
 namespace collie::tcp {
 
 namespace {
 
-constexpr std::uint32_t kRegisterMagic = 0x56524c43;  // "CLRV"
-constexpr std::size_t kRegisterBytes = 28;
+constexpr std::uint32_t kRegisterMagic = 0x56524c43;   // "CLRV"
+constexpr std::uint32_t kChallengeMagic = 0x43524c43;  // "CLRC"
+constexpr std::uint32_t kRendezvousVersion = 2;
+// rank 0 -> worker: magic, version, nonce.
+constexpr std::size_t kChallengeBytes = 8 + kNonceBytes;
+// worker -> rank 0: magic, version, rank, world, data port, nonce, then a
+// proof over the challenge and these bytes.
+constexpr std::size_t kRegisterBytes = 20 + kNonceBytes;
+constexpr std::string_view kRegisterProof = "collie v2 rendezvous registration";
+constexpr std::string_view kTableProof = "collie v2 rendezvous address table";
+constexpr std::string_view kFileProof = "collie v2 rendezvous file entry";
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ErrorKind::kUsage, OpContext{}, "init_process_group: " + m); }
 [[noreturn]] void fail(const std::string& m) { throw Error(ErrorKind::kTransport, OpContext{}, "rendezvous: " + m); }
@@ -50,20 +60,26 @@ std::uint32_t get32(const std::uint8_t* p) {
 
 struct Registration {
   int rank = -1, world = 0;
-  std::uint64_t job = 0;
   std::uint16_t port = 0;
+  Nonce nonce{};
 };
 
 std::array<std::uint8_t, kRegisterBytes> encode(const Registration& r) {
   std::array<std::uint8_t, kRegisterBytes> b{};
   put32(b.data(), kRegisterMagic);
-  put32(b.data() + 4, 1);
+  put32(b.data() + 4, kRendezvousVersion);
   put32(b.data() + 8, static_cast<std::uint32_t>(r.rank));
   put32(b.data() + 12, static_cast<std::uint32_t>(r.world));
-  put32(b.data() + 16, static_cast<std::uint32_t>(r.job));
-  put32(b.data() + 20, static_cast<std::uint32_t>(r.job >> 32));
-  put32(b.data() + 24, r.port);
+  put32(b.data() + 16, r.port);
+  std::copy(r.nonce.begin(), r.nonce.end(), b.begin() + 20);
   return b;
+}
+
+template <std::size_t A, std::size_t B>
+std::vector<std::uint8_t> concat(const std::array<std::uint8_t, A>& a, const std::array<std::uint8_t, B>& b) {
+  std::vector<std::uint8_t> v(a.begin(), a.end());
+  v.insert(v.end(), b.begin(), b.end());
+  return v;
 }
 
 // Runs `io` until `done` or the deadline.
@@ -80,14 +96,10 @@ std::string seconds(Nanos ns) { return std::to_string(ns / 1'000'000'000) + " s"
 
 }  // namespace
 
-std::uint64_t job_id(const std::string& token) {
-  if (token.empty()) return 0;
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : token) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h | 1;
+std::string job_token(const RendezvousOptions& o) {
+  if (!o.token.empty()) return o.token;
+  const char* t = env("COLLIE_JOB_TOKEN");
+  return t ? t : "";
 }
 
 void resolve_identity(const RendezvousOptions& o, int* rank, int* world) {
@@ -104,13 +116,29 @@ void resolve_identity(const RendezvousOptions& o, int* rank, int* world) {
 
 namespace {
 
-Membership by_file(const std::string& path, int rank, int world, std::uint64_t job, std::uint16_t port, Nanos timeout) {
+// A file entry's proof: the first 8 bytes of its HMAC, in hex; entries of
+// other jobs (other tokens) do not verify and are skipped.
+std::string file_entry_proof(const std::string& token, const std::string& entry) {
+  const Mac mac = prove(token, kFileProof,
+                        std::span(reinterpret_cast<const std::uint8_t*>(entry.data()), entry.size()));
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 8; ++i) {
+    s.push_back(kHex[mac[static_cast<std::size_t>(i)] >> 4]);
+    s.push_back(kHex[mac[static_cast<std::size_t>(i)] & 15]);
+  }
+  return s;
+}
+
+Membership by_file(const std::string& path, int rank, int world, const std::string& token, std::uint16_t port,
+                   Nanos timeout) {
   const char* adv = env("COLLIE_ADVERTISE_ADDR");
   const std::string host = adv ? adv : "127.0.0.1";
   {
     std::ofstream f(path, std::ios::app);
     if (!f) usage("file://" + path + " cannot be written");
-    f << job << " " << rank << " " << world << " " << host << " " << port << "\n";
+    const std::string entry = std::to_string(rank) + " " + std::to_string(world) + " " + host + " " + std::to_string(port);
+    f << file_entry_proof(token, entry) << " " << entry << "\n";
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
   while (true) {
@@ -118,12 +146,14 @@ Membership by_file(const std::string& path, int rank, int world, std::uint64_t j
     std::map<int, PeerAddress> seen;
     std::string line;
     while (std::getline(f, line)) {
-      std::istringstream is(line);
-      std::uint64_t j;
+      const auto sp = line.find(' ');
+      if (sp == std::string::npos || line.substr(0, sp) != file_entry_proof(token, line.substr(sp + 1))) continue;
+      std::istringstream is(line.substr(sp + 1));
       int r, w;
       PeerAddress a;
-      if (!(is >> j >> r >> w >> a.host >> a.port) || j != job) continue;
+      if (!(is >> r >> w >> a.host >> a.port)) continue;
       if (w != world) fail("rank " + std::to_string(r) + " says the world has " + std::to_string(w) + " ranks, this rank says " + std::to_string(world));
+      if (r < 0 || r >= world) fail("rank " + std::to_string(r) + " in " + path + " is not a rank of this job");
       if (seen.count(r) && !(seen[r].host == a.host && seen[r].port == a.port))
         fail("rank " + std::to_string(r) + " joined twice (" + path + ")");
       seen[r] = a;
@@ -132,7 +162,6 @@ Membership by_file(const std::string& path, int rank, int world, std::uint64_t j
       Membership m;
       m.rank = rank;
       m.world = world;
-      m.job = job;
       for (auto& [r, a] : seen) m.peers.push_back(a);
       return m;
     }
@@ -147,8 +176,23 @@ Membership by_file(const std::string& path, int rank, int world, std::uint64_t j
   }
 }
 
+// The reply to a registration: status (0 ok), body length (u32), body, then
+// a proof over the worker's registration (its nonce) and all of the above.
+std::vector<std::uint8_t> table_reply(const std::string& token, const std::array<std::uint8_t, kRegisterBytes>& reg,
+                                      bool ok, const std::string& body) {
+  std::vector<std::uint8_t> b(5 + body.size());
+  b[0] = ok ? 0 : 1;
+  put32(b.data() + 1, static_cast<std::uint32_t>(body.size()));
+  std::copy(body.begin(), body.end(), b.begin() + 5);
+  std::vector<std::uint8_t> t(reg.begin(), reg.end());
+  t.insert(t.end(), b.begin(), b.end());
+  const Mac mac = prove(token, kTableProof, t);
+  b.insert(b.end(), mac.begin(), mac.end());
+  return b;
+}
+
 Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_t master_port, int world,
-                     std::uint64_t job, std::uint16_t port, Nanos timeout) {
+                     const std::string& token, std::uint16_t port, Nanos timeout) {
   asio::ip::tcp::acceptor acc(io);
   asio::ip::tcp::endpoint ep(asio::ip::make_address(addr), master_port);
   asio::error_code ec;
@@ -161,22 +205,20 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
   Membership m;
   m.rank = 0;
   m.world = world;
-  m.job = job;
   m.peers.resize(static_cast<std::size_t>(world));
   m.peers[0] = PeerAddress{addr, port};
   struct Conn {
     std::shared_ptr<asio::ip::tcp::socket> s;
-    std::array<std::uint8_t, kRegisterBytes> buf{};
+    std::array<std::uint8_t, kChallengeBytes> challenge{};
+    std::array<std::uint8_t, kRegisterBytes> reg{};
+    Mac proof{};
   };
-  std::map<int, std::shared_ptr<asio::ip::tcp::socket>> joined;
+  std::map<int, std::shared_ptr<Conn>> joined;
   std::vector<std::shared_ptr<std::vector<std::uint8_t>>> keep;  // reply buffers in flight
-  auto reply = [&](const std::shared_ptr<asio::ip::tcp::socket>& s, bool ok, const std::string& body) {
-    auto b = std::make_shared<std::vector<std::uint8_t>>(5 + body.size());
-    (*b)[0] = ok ? 0 : 1;
-    put32(b->data() + 1, static_cast<std::uint32_t>(body.size()));
-    std::copy(body.begin(), body.end(), b->begin() + 5);
+  auto reply = [&](const std::shared_ptr<Conn>& c, bool ok, const std::string& body) {
+    auto b = std::make_shared<std::vector<std::uint8_t>>(table_reply(token, c->reg, ok, body));
     keep.push_back(b);
-    asio::async_write(*s, asio::buffer(*b), [](const asio::error_code&, std::size_t) {});
+    asio::async_write(*c->s, asio::buffer(*b), [](const asio::error_code&, std::size_t) {});
   };
   std::function<void()> accept_next = [&] {
     auto c = std::make_shared<Conn>();
@@ -184,21 +226,32 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
     acc.async_accept(*c->s, [&, c](const asio::error_code& e) {
       if (e) return;
       accept_next();
-      asio::async_read(*c->s, asio::buffer(c->buf), [&, c](const asio::error_code& e2, std::size_t) {
-        if (e2 || get32(c->buf.data()) != kRegisterMagic) return;  // a stranger: ignore it
-        const int r = static_cast<int>(get32(c->buf.data() + 8));
-        const int w = static_cast<int>(get32(c->buf.data() + 12));
-        const std::uint64_t j = get32(c->buf.data() + 16) | (static_cast<std::uint64_t>(get32(c->buf.data() + 20)) << 32);
-        const auto p = static_cast<std::uint16_t>(get32(c->buf.data() + 24));
-        if (j != job) return reply(c->s, false, "this port belongs to another job (different COLLIE_JOB_TOKEN)");
+      put32(c->challenge.data(), kChallengeMagic);
+      put32(c->challenge.data() + 4, kRendezvousVersion);
+      const Nonce n = fresh_nonce();
+      std::copy(n.begin(), n.end(), c->challenge.begin() + 8);
+      asio::async_write(*c->s, asio::buffer(c->challenge), [](const asio::error_code&, std::size_t) {});
+      std::array<asio::mutable_buffer, 2> in = {asio::buffer(c->reg), asio::buffer(c->proof)};
+      asio::async_read(*c->s, in, [&, c](const asio::error_code& e2, std::size_t) {
+        if (e2 || get32(c->reg.data()) != kRegisterMagic) return;  // a stranger: ignore it
+        if (get32(c->reg.data() + 4) != kRendezvousVersion)
+          return reply(c, false, "rendezvous version " + std::to_string(get32(c->reg.data() + 4)) + ", rank 0 speaks " +
+                                     std::to_string(kRendezvousVersion));
+        const int r = static_cast<int>(get32(c->reg.data() + 8));
+        const int w = static_cast<int>(get32(c->reg.data() + 12));
+        const auto p = static_cast<std::uint16_t>(get32(c->reg.data() + 16));
+        if (!verify(token, kRegisterProof, concat(c->challenge, c->reg), c->proof))
+          return reply(c, false, "rank " + std::to_string(r) +
+                                     " did not prove the job token: this port belongs to another job, or "
+                                     "COLLIE_JOB_TOKEN differs");
         if (w != world)
-          return reply(c->s, false, "rank " + std::to_string(r) + " says the world has " + std::to_string(w) +
-                                        " ranks, rank 0 says " + std::to_string(world));
-        if (r <= 0 || r >= world) return reply(c->s, false, "rank " + std::to_string(r) + " is not a rank of this job");
-        if (joined.count(r)) return reply(c->s, false, "rank " + std::to_string(r) + " joined twice");
+          return reply(c, false, "rank " + std::to_string(r) + " says the world has " + std::to_string(w) +
+                                     " ranks, rank 0 says " + std::to_string(world));
+        if (r <= 0 || r >= world) return reply(c, false, "rank " + std::to_string(r) + " is not a rank of this job");
+        if (joined.count(r)) return reply(c, false, "rank " + std::to_string(r) + " joined twice");
         asio::error_code e3;
         m.peers[static_cast<std::size_t>(r)] = PeerAddress{c->s->remote_endpoint(e3).address().to_string(), p};
-        joined[r] = c->s;
+        joined[r] = c;
       });
     });
   };
@@ -220,7 +273,7 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
       body += pa.host;
     }
   }
-  for (auto& [r, s] : joined) reply(s, all, body);
+  for (auto& [r, c] : joined) reply(c, all, body);
   io.restart();
   io.run_for(std::chrono::milliseconds(200));  // let the replies go out
   if (!all) fail(body);
@@ -228,8 +281,9 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
 }
 
 Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_t master_port, int rank, int world,
-                     std::uint64_t job, std::uint16_t port, Nanos timeout) {
+                     const std::string& token, std::uint16_t port, Nanos timeout) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout) + std::chrono::seconds(2);
+  const std::string where = addr + ":" + std::to_string(master_port);
   asio::ip::tcp::endpoint ep(asio::ip::make_address(addr), master_port);
   asio::ip::tcp::socket s(io);
   while (true) {  // rank 0 may not be listening yet
@@ -238,40 +292,62 @@ Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_
     if (!ec) break;
     s.close();
     if (std::chrono::steady_clock::now() >= deadline)
-      fail("rank " + std::to_string(rank) + " could not reach rank 0 at " + addr + ":" + std::to_string(master_port) +
-           " within " + seconds(timeout) + ": " + ec.message());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      fail("rank " + std::to_string(rank) + " could not reach rank 0 at " + where + " within " + seconds(timeout) + ": " +
+           ec.message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a real process we wait for, not the simulator
   }
-  const auto reg = encode(Registration{rank, world, job, port});
-  asio::write(s, asio::buffer(reg));
+  std::array<std::uint8_t, kChallengeBytes> challenge{};
   std::array<std::uint8_t, 5> head{};
   std::vector<std::uint8_t> body;
+  Mac mac{};
+  const auto reg = encode(Registration{rank, world, port, fresh_nonce()});
   bool got = false;
   asio::error_code err;
-  asio::async_read(s, asio::buffer(head), [&](const asio::error_code& e, std::size_t) {
-    if (e) {
-      err = e;
+  asio::async_read(s, asio::buffer(challenge), [&](const asio::error_code& e, std::size_t) {
+    if (e || get32(challenge.data()) != kChallengeMagic) {
+      err = e ? e : asio::error::invalid_argument;
       got = true;
       return;
     }
-    body.resize(get32(head.data() + 1));
-    asio::async_read(s, asio::buffer(body), [&](const asio::error_code& e2, std::size_t) {
-      err = e2;
+    const Mac proof = prove(token, kRegisterProof, concat(challenge, reg));
+    std::array<asio::const_buffer, 2> out = {asio::buffer(reg), asio::buffer(proof)};
+    asio::write(s, out, err);
+    if (err) {
       got = true;
+      return;
+    }
+    asio::async_read(s, asio::buffer(head), [&](const asio::error_code& e1, std::size_t) {
+      if (e1) {
+        err = e1;
+        got = true;
+        return;
+      }
+      body.resize(get32(head.data() + 1));
+      std::array<asio::mutable_buffer, 2> in = {asio::buffer(body), asio::buffer(mac)};
+      asio::async_read(s, in, [&](const asio::error_code& e2, std::size_t) {
+        err = e2;
+        got = true;
+      });
     });
   });
   if (!run_until(io, [&] { return got; }, deadline)) fail("rank 0 did not answer within " + seconds(timeout));
+  if (err == asio::error::invalid_argument) fail("the process at " + where + " is not a collie rank 0");
   if (err) fail("rank 0 closed the connection: " + err.message());
   if (head[0] != 0) fail(std::string(body.begin(), body.end()));
+  std::vector<std::uint8_t> t(reg.begin(), reg.end());
+  t.insert(t.end(), head.begin(), head.end());
+  t.insert(t.end(), body.begin(), body.end());
+  if (!verify(token, kTableProof, t, mac))
+    fail("the process at " + where + " did not prove the job token (another job's rank 0, or COLLIE_JOB_TOKEN differs)");
   Membership m;
   m.rank = rank;
   m.world = world;
-  m.job = job;
   std::size_t i = 0;
   while (i + 3 <= body.size() && static_cast<int>(m.peers.size()) < world) {
     PeerAddress pa;
     pa.port = static_cast<std::uint16_t>(body[i] | (body[i + 1] << 8));
     const std::size_t n = body[i + 2];
+    if (i + 3 + n > body.size()) break;
     pa.host.assign(body.begin() + static_cast<long>(i + 3), body.begin() + static_cast<long>(i + 3 + n));
     i += 3 + n;
     m.peers.push_back(pa);
@@ -285,10 +361,9 @@ Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_
 Membership rendezvous(asio::io_context& io, const RendezvousOptions& o, std::uint16_t data_port) {
   int rank = 0, world = 0;
   resolve_identity(o, &rank, &world);
-  const std::string token = !o.token.empty() ? o.token : (env("COLLIE_JOB_TOKEN") ? env("COLLIE_JOB_TOKEN") : "");
-  const std::uint64_t job = job_id(token);
+  const std::string token = job_token(o);
   const std::string& m = o.init_method;
-  if (m.rfind("file://", 0) == 0) return by_file(m.substr(7), rank, world, job, data_port, o.timeout_ns);
+  if (m.rfind("file://", 0) == 0) return by_file(m.substr(7), rank, world, token, data_port, o.timeout_ns);
   std::string addr;
   int port = -1;
   if (m == "env://") {
@@ -320,12 +395,11 @@ Membership rendezvous(asio::io_context& io, const RendezvousOptions& o, std::uin
     Membership one;
     one.rank = 0;
     one.world = 1;
-    one.job = job;
     one.peers.push_back(PeerAddress{addr, data_port});
     return one;
   }
-  return rank == 0 ? as_master(io, addr, static_cast<std::uint16_t>(port), world, job, data_port, o.timeout_ns)
-                   : as_worker(io, addr, static_cast<std::uint16_t>(port), rank, world, job, data_port, o.timeout_ns);
+  return rank == 0 ? as_master(io, addr, static_cast<std::uint16_t>(port), world, token, data_port, o.timeout_ns)
+                   : as_worker(io, addr, static_cast<std::uint16_t>(port), rank, world, token, data_port, o.timeout_ns);
 }
 
 }  // namespace collie::tcp

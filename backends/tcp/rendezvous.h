@@ -9,8 +9,9 @@
 //   tcp://HOST:PORT   the master's address; rank and world given explicitly.
 //   file://PATH       a file on a shared file system; no master.
 // With env:// and tcp://, rank 0 hosts the store: every rank connects to it
-// and registers (rank, world, job, its data port); when all have arrived,
-// rank 0 sends everyone the table of addresses. If some never arrive, every
+// and registers (rank, world, its data port), proving the job token by
+// HMAC challenge-response (auth.h); when all have arrived, rank 0 sends
+// everyone the table of addresses, itself proven the same way. If some never arrive, every
 // waiting rank fails after the timeout with the list of missing ranks
 // ("3/4 ranks joined; missing: 2"). A wrong world size, a rank that joins
 // twice, or a process of another job (different COLLIE_JOB_TOKEN) is
@@ -42,7 +43,6 @@ struct PeerAddress {
 struct Membership {
   int rank = -1;
   int world = 0;
-  std::uint64_t job = 0;            // hash of the token (0: none)
   std::vector<PeerAddress> peers;   // by rank
 };
 
@@ -54,6 +54,7 @@ Membership rendezvous(asio::io_context& io, const RendezvousOptions& options, st
 // The rank/world the init method and environment give, without connecting.
 void resolve_identity(const RendezvousOptions& options, int* rank, int* world);
 
-std::uint64_t job_id(const std::string& token);
+// The job token: options.token, else COLLIE_JOB_TOKEN, else empty.
+std::string job_token(const RendezvousOptions& options);
 
 }  // namespace collie::tcp

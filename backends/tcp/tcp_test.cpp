@@ -2,8 +2,10 @@
 // a stranger's connection.
 #include "backends/tcp/tcp_transport.h"
 
+#include <functional>
 #include <thread>
 
+#include "backends/tcp/auth.h"
 #include "backends/tcp/rendezvous.h"
 
 #include <gtest/gtest.h>
@@ -51,16 +53,18 @@ TEST(Wire, HeadersRoundTripAndMalformedOnesAreRefused) {
   EXPECT_FALSE(decode_header(bad.data(), &why));
 }
 
-// Three ranks in this process over real sockets.
+// N ranks in this process over real sockets; `before_connect` runs once
+// every rank listens and before any connects.
 struct World {
   TcpEventLoop loop{3000};
   std::vector<std::unique_ptr<TcpTransport>> t;
   std::vector<std::uint16_t> ports;
-  explicit World(int n) {
+  explicit World(int n, const std::string& token = {}, const std::function<void(World&)>& before_connect = {}) {
     for (int r = 0; r < n; ++r) {
-      t.push_back(std::make_unique<TcpTransport>(loop, r, n));
+      t.push_back(std::make_unique<TcpTransport>(loop, r, n, token));
       ports.push_back(t.back()->listen("127.0.0.1"));
     }
+    if (before_connect) before_connect(*this);
     for (int r = 0; r < n; ++r)
       for (int p = 0; p < r; ++p) t[static_cast<std::size_t>(r)]->connect(p, "127.0.0.1", ports[static_cast<std::size_t>(p)]);
     EXPECT_TRUE(loop.run_until(
@@ -123,6 +127,75 @@ TEST(Tcp, AStrangersConnectionIsRefusedAndTheJobCarriesOn) {
   });
   EXPECT_TRUE(res.ok()) << res.describe();
   EXPECT_EQ(got, 3.0);
+}
+
+// Records why a transport lost its peers.
+struct LossLog final : FrameSink {
+  std::vector<std::string> lost;
+  void on_frame(const FrameHeader&, std::span<const std::byte>) override {}
+  void on_send_complete(void*) override {}
+  void on_peer_lost(int peer, const std::string& why, bool) override {
+    lost.push_back("rank " + std::to_string(peer) + ": " + why);
+  }
+};
+
+TEST(Tcp, AConnectionWithoutTheJobTokenIsRefusedAndTheRealRankStillJoins) {
+  LossLog log;
+  std::unique_ptr<TcpTransport> impostor;
+  World w(3, "the-right-token", [&](World& self) {
+    // Before the real rank 2 connects, a process with the wrong token
+    // claims to be rank 2; then one with no token at all.
+    for (const std::string token : {"a-wrong-token", ""}) {
+      impostor = std::make_unique<TcpTransport>(self.loop, 2, 3, token);
+      impostor->attach(&log);
+      log.lost.clear();
+      impostor->connect(0, "127.0.0.1", self.ports[0]);
+      impostor->connect(1, "127.0.0.1", self.ports[1]);
+      EXPECT_TRUE(self.loop.run_until([&] { return log.lost.size() == 2; }, self.loop.now() + 5'000'000'000));
+      EXPECT_FALSE(impostor->connected());
+      impostor->close();
+    }
+  });
+  for (const auto& why : log.lost) EXPECT_NE(why.find("wrong or missing job token"), std::string::npos) << why;
+  LocalWorld world(w.transports(), CommunicatorOptions{});
+  double got = 0;
+  auto res = world.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat64, {1});
+    t.set(0, c.rank() + 1);
+    co_await c.all_reduce(t);
+    if (c.rank() == 2) got = t.get(0);
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(got, 6.0);
+}
+
+TEST(Tcp, TheTokenNeverCrossesTheWire) {
+  // A fake rank 0 answers rank 1's hello and records every byte it sends.
+  const std::string token = "tok-3c9f2a7e-never-on-the-wire";
+  TcpEventLoop loop(3000);
+  asio::ip::tcp::acceptor acc(loop.io(), {asio::ip::make_address("127.0.0.1"), 0});
+  TcpTransport rank1(loop, 1, 2, token);
+  LossLog log;
+  rank1.attach(&log);
+  rank1.connect(0, "127.0.0.1", acc.local_endpoint().port());
+  asio::ip::tcp::socket s(loop.io());
+  bool accepted = false;
+  acc.async_accept(s, [&](const asio::error_code&) { accepted = true; });
+  ASSERT_TRUE(loop.run_until([&] { return accepted; }, loop.now() + 5'000'000'000));
+  std::array<std::uint8_t, kHandshakeBytes> hello{};
+  asio::read(s, asio::buffer(hello));
+  asio::write(s, asio::buffer(encode(Handshake{kWireVersion, 0, 0, 2, fresh_nonce()})));
+  Mac proof{};
+  bool got = false;
+  asio::async_read(s, asio::buffer(proof), [&](const asio::error_code& ec, std::size_t) { got = !ec; });
+  ASSERT_TRUE(loop.run_until([&] { return got; }, loop.now() + 5'000'000'000));
+  std::string seen(hello.begin(), hello.end());
+  seen.append(proof.begin(), proof.end());
+  EXPECT_EQ(seen.find(token.substr(0, 8)), std::string::npos);
+  // A wrong proof back: rank 1 refuses this "rank 0".
+  asio::write(s, asio::buffer(Mac{}));
+  ASSERT_TRUE(loop.run_until([&] { return !log.lost.empty(); }, loop.now() + 5'000'000'000));
+  EXPECT_NE(log.lost[0].find("did not prove the job token"), std::string::npos) << log.lost[0];
 }
 
 TEST(Tcp, LargeMessagesAndManySmallOnesArriveIntact) {
@@ -194,6 +267,51 @@ TEST(Rendezvous, AnotherJobsProcessIsRefused) {
   auto [a, b] = rendezvous_pair(2, 1, 2, "job-b", 29902);
   EXPECT_NE(b.find("this port belongs to another job"), std::string::npos) << b;
   EXPECT_NE(a.find("missing: 1"), std::string::npos) << a;
+}
+
+TEST(Rendezvous, ASecondJobOnTheSamePortIsAClearError) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor first_job(io, {asio::ip::make_address("127.0.0.1"), 29904});
+  RendezvousOptions o;
+  o.init_method = "tcp://127.0.0.1:29904";
+  o.rank = 0;
+  o.world = 2;
+  o.timeout_ns = 1'000'000'000;
+  try {
+    rendezvous(io, o, 1234);
+    ADD_FAILURE() << "the second job's rank 0 took a port in use";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:29904"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("another job on the same port?"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Rendezvous, ARankThatJoinsTwiceIsRefused) {
+  auto attempt = [](int rank) {
+    try {
+      asio::io_context io;
+      RendezvousOptions o;
+      o.init_method = "tcp://127.0.0.1:29905";
+      o.rank = rank;
+      o.world = 3;
+      o.token = "job-a";
+      o.timeout_ns = 1'000'000'000;
+      rendezvous(io, o, 1234);
+      return std::string("joined");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  std::string r0, first, second;
+  std::thread t0([&] { r0 = attempt(0); });
+  std::thread t1([&] { first = attempt(1); });
+  second = attempt(1);
+  t0.join();
+  t1.join();
+  // One of the two rank-1 processes is refused; rank 0 still misses rank 2.
+  const std::string& refused = first.find("joined twice") != std::string::npos ? first : second;
+  EXPECT_NE(refused.find("rank 1 joined twice"), std::string::npos) << first << " | " << second;
+  EXPECT_NE(r0.find("2/3 ranks joined within 1 s; missing: 2"), std::string::npos) << r0;
 }
 
 TEST(Rendezvous, TwoRanksMeet) {

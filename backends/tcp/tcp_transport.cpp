@@ -74,8 +74,8 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
 
 // ---- the transport -----------------------------------------------------------
 
-TcpTransport::TcpTransport(TcpEventLoop& loop, int rank, int world, std::uint64_t job)
-    : loop_(loop), rank_(rank), world_(world), job_(job), alive_(std::make_shared<bool>(true)) {
+TcpTransport::TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token)
+    : loop_(loop), rank_(rank), world_(world), token_(std::move(token)), alive_(std::make_shared<bool>(true)) {
   peers_.resize(static_cast<std::size_t>(world));
   for (int p = 0; p < world; ++p)
     if (p != rank) peers_[static_cast<std::size_t>(p)] = std::make_unique<Peer>(loop_.io());
@@ -132,77 +132,126 @@ std::uint16_t TcpTransport::listen(const std::string& host, std::uint16_t port) 
 }
 
 void TcpTransport::accept_next() {
-  auto s = std::make_shared<asio::ip::tcp::socket>(loop_.io());
+  auto c = std::make_shared<Pending>(loop_.io());
   auto alive = alive_;
-  acceptor_->async_accept(*s, [this, s, alive](const asio::error_code& ec) {
+  acceptor_->async_accept(c->socket, [this, c, alive](const asio::error_code& ec) {
     if (!*alive || ec) return;
-    handshake_in(s);
+    handshake_in(c);
     accept_next();
   });
 }
 
-void TcpTransport::handshake_in(std::shared_ptr<asio::ip::tcp::socket> s) {
-  auto buf = std::make_shared<std::array<std::uint8_t, kHandshakeBytes>>();
+namespace {
+
+constexpr std::string_view kConnectProof = "collie v2 proof from the connecting rank";
+constexpr std::string_view kAcceptProof = "collie v2 proof from the accepting rank";
+
+// Both hellos, the connecting side's first: what each proof covers.
+std::array<std::uint8_t, 2 * kHandshakeBytes> transcript(const std::array<std::uint8_t, kHandshakeBytes>& connecting,
+                                                         const std::array<std::uint8_t, kHandshakeBytes>& accepting) {
+  std::array<std::uint8_t, 2 * kHandshakeBytes> t{};
+  std::copy(connecting.begin(), connecting.end(), t.begin());
+  std::copy(accepting.begin(), accepting.end(), t.begin() + kHandshakeBytes);
+  return t;
+}
+
+}  // namespace
+
+void TcpTransport::refuse(const std::shared_ptr<Pending>& c, const std::string& why) {
+  asio::error_code ec;
+  auto ep = c->socket.remote_endpoint(ec);
+  std::cerr << "collie tcp: rank " << rank_ << " refused a connection from "
+            << (ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port())) << ": " << why << "\n";
+  c->socket.close(ec);
+}
+
+void TcpTransport::handshake_in(std::shared_ptr<Pending> c) {
   auto alive = alive_;
-  asio::async_read(*s, asio::buffer(*buf), [this, s, buf, alive](const asio::error_code& ec, std::size_t) {
+  asio::async_read(c->socket, asio::buffer(c->hello_in), [this, c, alive](const asio::error_code& ec, std::size_t) {
     if (!*alive || ec) return;
     std::string why;
-    auto hs = decode_handshake(buf->data(), &why);
+    auto hs = decode_handshake(c->hello_in.data(), &why);
     if (hs) {
       if (hs->world != world_) why = "it believes the world has " + std::to_string(hs->world) + " ranks, not " + std::to_string(world_);
-      else if (hs->job != job_) why = "it belongs to another job (different token)";
       else if (hs->rank <= rank_ || hs->rank >= world_) why = "it claims rank " + std::to_string(hs->rank) + ", which does not connect to rank " + std::to_string(rank_);
-      else if (peers_[static_cast<std::size_t>(hs->rank)]->up || peers_[static_cast<std::size_t>(hs->rank)]->lost)
-        why = "rank " + std::to_string(hs->rank) + " is already connected";
+      else if (peers_[static_cast<std::size_t>(hs->rank)]->claimed)
+        why = "it claims rank " + std::to_string(hs->rank) + ", which is already connected";
     }
-    if (!why.empty()) {
-      asio::error_code e2;
-      auto ep = s->remote_endpoint(e2);
-      std::cerr << "collie tcp: rank " << rank_ << " refused a connection from "
-                << (e2 ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port())) << ": " << why
-                << "\n";
-      s->close(e2);
-      return;
-    }
-    const int r = hs->rank;
-    Peer& p = *peers_[static_cast<std::size_t>(r)];
-    p.socket = std::move(*s);
-    p.hs_out = encode(Handshake{kWireVersion, 0, rank_, world_, job_});
-    asio::async_write(p.socket, asio::buffer(p.hs_out), [this, r, alive](const asio::error_code& e, std::size_t) {
-      if (!*alive) return;
-      if (e) return lose(r, "handshake failed: " + e.message());
-      peers_[static_cast<std::size_t>(r)]->up = true;
-      start_reading(r);
-      write_next(r);
+    if (!why.empty()) return refuse(c, why);
+    c->rank = hs->rank;
+    c->hello_out = encode(Handshake{kWireVersion, 0, rank_, world_, fresh_nonce()});
+    asio::async_write(c->socket, asio::buffer(c->hello_out), [this, c, alive](const asio::error_code& e, std::size_t) {
+      if (!*alive || e) return;
+      asio::async_read(c->socket, asio::buffer(c->proof_in), [this, c, alive](const asio::error_code& e2, std::size_t) {
+        if (!*alive || e2) return;
+        const auto t = transcript(c->hello_in, c->hello_out);
+        if (!verify(token_, kConnectProof, t, c->proof_in))
+          return refuse(c, "it claims rank " + std::to_string(c->rank) +
+                               " but did not prove the job token (a wrong or missing COLLIE_JOB_TOKEN, or another job)");
+        Peer& p = *peers_[static_cast<std::size_t>(c->rank)];
+        if (p.claimed) return refuse(c, "it claims rank " + std::to_string(c->rank) + ", which is already connected");
+        p.claimed = true;
+        p.socket = std::move(c->socket);
+        p.socket.set_option(asio::ip::tcp::no_delay(true));
+        p.proof_out = prove(token_, kAcceptProof, t);
+        const int r = c->rank;
+        asio::async_write(p.socket, asio::buffer(p.proof_out), [this, r, alive](const asio::error_code& e3, std::size_t) {
+          if (!*alive) return;
+          if (e3) return lose(r, "handshake failed: " + e3.message());
+          peers_[static_cast<std::size_t>(r)]->up = true;
+          start_reading(r);
+          write_next(r);
+        });
+      });
     });
   });
 }
 
 void TcpTransport::connect(int peer, const std::string& host, std::uint16_t port) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
+  p.claimed = true;
   asio::ip::tcp::endpoint ep(asio::ip::make_address(host), port);
   auto alive = alive_;
-  p.socket.async_connect(ep, [this, peer, alive](const asio::error_code& ec) {
+  auto step_failed = [this, peer](const asio::error_code& e) {
+    lose(peer, "handshake failed: " + e.message() +
+                   (e == asio::error::eof ? " (the peer refused us: a wrong or missing job token, or another job?)" : ""));
+  };
+  p.socket.async_connect(ep, [this, peer, alive, step_failed](const asio::error_code& ec) {
     if (!*alive) return;
     if (ec) return lose(peer, "cannot connect: " + ec.message());
     Peer& q = *peers_[static_cast<std::size_t>(peer)];
     q.socket.set_option(asio::ip::tcp::no_delay(true));
-    q.hs_out = encode(Handshake{kWireVersion, 0, rank_, world_, job_});
-    asio::async_write(q.socket, asio::buffer(q.hs_out), [this, peer, alive](const asio::error_code& e, std::size_t) {
+    q.hs_out = encode(Handshake{kWireVersion, 0, rank_, world_, fresh_nonce()});
+    asio::async_write(q.socket, asio::buffer(q.hs_out), [this, peer, alive, step_failed](const asio::error_code& e, std::size_t) {
       if (!*alive) return;
-      if (e) return lose(peer, "handshake failed: " + e.message());
+      if (e) return step_failed(e);
       Peer& z = *peers_[static_cast<std::size_t>(peer)];
-      asio::async_read(z.socket, asio::buffer(z.hs_in), [this, peer, alive](const asio::error_code& e2, std::size_t) {
+      asio::async_read(z.socket, asio::buffer(z.hs_in), [this, peer, alive, step_failed](const asio::error_code& e2, std::size_t) {
         if (!*alive) return;
-        if (e2) return lose(peer, "handshake failed: " + e2.message());
+        if (e2) return step_failed(e2);
+        Peer& y = *peers_[static_cast<std::size_t>(peer)];
         std::string why;
-        auto hs = decode_handshake(peers_[static_cast<std::size_t>(peer)]->hs_in.data(), &why);
-        if (hs && (hs->rank != peer || hs->world != world_ || hs->job != job_))
-          why = "the process at rank " + std::to_string(peer) + "'s address answered as rank " + std::to_string(hs->rank);
+        auto hs = decode_handshake(y.hs_in.data(), &why);
+        if (hs && (hs->rank != peer || hs->world != world_))
+          why = "the process at rank " + std::to_string(peer) + "'s address answered as rank " + std::to_string(hs->rank) +
+                " of " + std::to_string(hs->world);
         if (!why.empty()) return lose(peer, why);
-        peers_[static_cast<std::size_t>(peer)]->up = true;
-        start_reading(peer);
-        write_next(peer);
+        y.proof_out = prove(token_, kConnectProof, transcript(y.hs_out, y.hs_in));
+        asio::async_write(y.socket, asio::buffer(y.proof_out), [this, peer, alive, step_failed](const asio::error_code& e3, std::size_t) {
+          if (!*alive) return;
+          if (e3) return step_failed(e3);
+          Peer& x = *peers_[static_cast<std::size_t>(peer)];
+          asio::async_read(x.socket, asio::buffer(x.proof_in), [this, peer, alive, step_failed](const asio::error_code& e4, std::size_t) {
+            if (!*alive) return;
+            if (e4) return step_failed(e4);
+            Peer& w = *peers_[static_cast<std::size_t>(peer)];
+            if (!verify(token_, kAcceptProof, transcript(w.hs_out, w.hs_in), w.proof_in))
+              return lose(peer, "the process at rank " + std::to_string(peer) + "'s address did not prove the job token");
+            w.up = true;
+            start_reading(peer);
+            write_next(peer);
+          });
+        });
       });
     });
   });

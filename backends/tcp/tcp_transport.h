@@ -8,7 +8,10 @@
 // loop, with no threads at all.
 //
 // TcpTransport keeps one connection per peer (the higher rank connects to
-// the lower one), both ends having exchanged a versioned handshake. Frames
+// the lower one), both ends having exchanged a versioned handshake and
+// proven the job token to each other (auth.h). A connection that fails the
+// handshake -- no or a wrong token, another job, a rank already connected --
+// is refused with a log line and does not disturb the job. Frames
 // go out in post order per connection, straight from the caller's buffer;
 // incoming frames are validated (docs/wire.md) before the core sees them:
 // anything malformed or from the wrong peer closes that connection with a
@@ -58,7 +61,8 @@ class TcpEventLoop {
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(TcpEventLoop& loop, int rank, int world, std::uint64_t job = 0);
+  // `token`: the job's secret (empty: none); every peer must hold the same.
+  TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token = {});
   ~TcpTransport() override;
 
   // Binds a listening socket; returns its port.
@@ -94,17 +98,28 @@ class TcpTransport final : public Transport {
   struct Peer {
     explicit Peer(asio::io_context& io) : socket(io) {}
     asio::ip::tcp::socket socket;
+    bool claimed = false;  // a connection for this rank is past its proof (or ours is under way)
     bool up = false;       // handshake done
     bool lost = false;
     bool said_goodbye = false;
     bool writing = false;
     std::deque<Out> out;
     std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
+    Mac proof_in{}, proof_out{};
     std::array<std::uint8_t, kHeaderBytes> header_in{};
     std::vector<std::byte> payload_in;
   };
+  // An accepted connection before it has proven the token.
+  struct Pending {
+    explicit Pending(asio::io_context& io) : socket(io) {}
+    asio::ip::tcp::socket socket;
+    int rank = -1;
+    std::array<std::uint8_t, kHandshakeBytes> hello_in{}, hello_out{};
+    Mac proof_in{};
+  };
   void accept_next();
-  void handshake_in(std::shared_ptr<asio::ip::tcp::socket> s);
+  void handshake_in(std::shared_ptr<Pending> c);
+  void refuse(const std::shared_ptr<Pending>& c, const std::string& why);
   void start_reading(int peer);
   void read_payload(int peer, FrameHeader h);
   void write_next(int peer);
@@ -113,7 +128,7 @@ class TcpTransport final : public Transport {
 
   TcpEventLoop& loop_;
   const int rank_, world_;
-  const std::uint64_t job_;
+  const std::string token_;
   FrameSink* sink_ = nullptr;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank

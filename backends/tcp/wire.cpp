@@ -52,7 +52,7 @@ std::array<std::uint8_t, kHandshakeBytes> encode(const Handshake& h) {
   w.u16(h.flags);
   w.i32(h.rank);
   w.i32(h.world);
-  w.u64(h.job);
+  for (std::uint8_t b : h.nonce) w.u8(b);
   return out;
 }
 
@@ -67,7 +67,7 @@ std::optional<Handshake> decode_handshake(const std::uint8_t* bytes, std::string
   h.flags = r.u16();
   h.rank = r.i32();
   h.world = r.i32();
-  h.job = r.u64();
+  for (auto& b : h.nonce) b = r.u8();
   if (h.version != kWireVersion) {
     *why = "wire version " + std::to_string(h.version) + ", this collie speaks " + std::to_string(kWireVersion);
     return std::nullopt;

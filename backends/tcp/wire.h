@@ -1,8 +1,10 @@
-// collie's TCP wire format, version 1 (docs/wire.md).
+// collie's TCP wire format, version 2 (docs/wire.md).
 //
-// A connection starts with a handshake in each direction:
+// A connection starts with a hello in each direction:
 //   magic "CLHS" (u32), version (u16), flags (u16), rank (i32), world (i32),
-//   job id (u64: a hash of the job token; 0 when none)
+//   nonce (16 random bytes)
+// then a proof in each direction, connecting side first: HMAC-SHA256 of both
+// hellos under the job token (auth.h); the token itself is never sent. It
 // then carries frames: a fixed 96-byte little-endian header (everything a
 // receiver needs to validate the frame before touching a buffer) followed by
 // `bytes` of payload.
@@ -13,14 +15,15 @@
 #include <optional>
 #include <string>
 
+#include "backends/tcp/auth.h"
 #include "core/frame.h"
 
 namespace collie::tcp {
 
 inline constexpr std::uint32_t kHandshakeMagic = 0x53484c43;  // "CLHS"
 inline constexpr std::uint32_t kFrameMagic = 0x52464c43;      // "CLFR"
-inline constexpr std::uint16_t kWireVersion = 1;
-inline constexpr std::size_t kHandshakeBytes = 24;
+inline constexpr std::uint16_t kWireVersion = 2;
+inline constexpr std::size_t kHandshakeBytes = 32;
 inline constexpr std::size_t kHeaderBytes = 96;
 // A header whose kind byte is this is the transport's own "goodbye": the
 // sender's program finished and it is closing the connection on purpose.
@@ -33,11 +36,11 @@ struct Handshake {
   std::uint16_t flags = 0;
   std::int32_t rank = -1;
   std::int32_t world = 0;
-  std::uint64_t job = 0;
+  Nonce nonce{};
 };
 
 std::array<std::uint8_t, kHandshakeBytes> encode(const Handshake& h);
-// Empty, with `why` set, when the bytes are not a version-1 handshake.
+// Empty, with `why` set, when the bytes are not a version-2 hello.
 std::optional<Handshake> decode_handshake(const std::uint8_t* bytes, std::string* why);
 
 std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h);
