@@ -24,6 +24,7 @@
 #include "scenario/runner.h"
 #include "scenario/search.h"
 #include "sim/faults.h"
+#include "tools/bench_command.h"
 #include "tools/launch.h"
 
 #ifndef COLLIE_SCENARIO_DIR
@@ -242,6 +243,10 @@ int main(int argc, char** argv) {
   launch->add_flag("--no-prefix", no_prefix, "do not prefix output lines with the rank");
   launch->add_option("command", lo.command, "the program and its arguments (after --)")->required();
 
+  // bench
+  collie::tools::BenchCommand bc;
+  auto* bench = collie::tools::add_bench_command(app, bc);
+
   // backends
   auto* backends = app.add_subcommand("backends", "list the backends and how each is selected");
   std::vector<std::string> bplugins;
@@ -253,6 +258,8 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitInvalid;
   }
+
+  if (*bench) return collie::tools::run_bench_command(bc, argc, argv);
 
   if (*launch) {
     lo.prefix = !no_prefix;

@@ -34,6 +34,29 @@ std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given)
   return pg;
 }
 
+namespace {
+
+Spawned drive(const std::function<Task<void>(Communicator&)>& program, Communicator& c, bool& done,
+              std::exception_ptr& error) {
+  try {
+    co_await program(c);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done = true;
+}
+
+}  // namespace
+
+void ProcessGroup::run(const std::function<Task<void>(Communicator&)>& program) {
+  SpawnRegistry registry;  // destroys the program's frame if the loop throws
+  bool done = false;
+  std::exception_ptr error;
+  registry.spawn(drive(program, *comm_, done, error));
+  loop_->run_until([&] { return done; }, std::nullopt);
+  if (error) std::rethrow_exception(error);
+}
+
 ProcessGroup::~ProcessGroup() {
   // Goodbye first, while the communicator can still take what arrives; the
   // loop never runs again after this, so the coroutines it may still hold

@@ -15,6 +15,7 @@
 // op waiting on it at once, naming the lost rank.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "backends/tcp/rendezvous.h"
 #include "backends/tcp/tcp_transport.h"
 #include "core/communicator.h"
+#include "core/task.h"
 
 namespace collie::tcp {
 
@@ -66,6 +68,11 @@ class ProcessGroup {
     comm_->all_gather(list, in, g).wait();
   }
   void barrier(const Group& g = {}) { comm_->barrier(g).wait(); }
+
+  // Runs a coroutine rank program -- the asynchronous API, overlapping ops
+  // with co_await -- on this rank to completion; rethrows what it throws.
+  // The same program runs on the simulator under LocalWorld::run.
+  void run(const std::function<Task<void>(Communicator&)>& program);
 
  private:
   ProcessGroup() = default;

@@ -1,0 +1,240 @@
+#include "tools/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "core/error.h"
+
+namespace collie::tools {
+
+namespace {
+
+constexpr std::string_view kOps[] = {"all_reduce", "broadcast", "reduce", "all_gather",
+                                     "scatter",    "gather",    "barrier", "sendrecv"};
+
+bool is_list_op(std::string_view op) { return op == "all_gather" || op == "scatter" || op == "gather"; }
+bool is_reduction(std::string_view op) { return op == "all_reduce" || op == "reduce"; }
+
+[[noreturn]] void usage(const std::string& m) { throw Error(ErrorKind::kUsage, OpContext{}, "bench: " + m); }
+
+// The check's inputs repeat with this period, so the expected result of
+// every element is one of kPeriod values, computed once.
+constexpr std::size_t kPeriod = 10;
+
+// Rank r's input at element i: small integers, exact in every dtype, and
+// bounded for PRODUCT.
+double input_value(const BenchOptions& o, int r, std::size_t i) {
+  if (o.reduce_op == ReduceOp::kProduct) return 1.0 + static_cast<double>((static_cast<std::size_t>(r) + i) % 2);
+  return 1.0 + static_cast<double>((static_cast<std::size_t>(r) * 3 + i) % 5);
+}
+
+void fill(Tensor& t, const BenchOptions& o, int r) {
+  for (std::size_t i = 0; i < t.count(); ++i) t.set(i, input_value(o, r, i));
+}
+
+// The reduction of every rank's input over one period, with the core's own
+// host reduction (so float16/bfloat16 round exactly as the backends do).
+Tensor expected_reduction(const BenchOptions& o, int n) {
+  Tensor acc(o.dtype, {static_cast<std::int64_t>(kPeriod)});
+  Tensor in(o.dtype, {static_cast<std::int64_t>(kPeriod)});
+  for (int r = 0; r < n; ++r) {
+    Tensor& dst = r == 0 ? acc : in;
+    for (std::size_t i = 0; i < kPeriod; ++i) dst.set(i, input_value(o, r, i));
+    if (r > 0) reduce_host(acc.data(), in.data(), kPeriod, o.dtype, o.reduce_op);
+  }
+  if (o.reduce_op == ReduceOp::kAvg) finish_average_host(acc.data(), kPeriod, o.dtype, n);
+  return acc;
+}
+
+// Rank r's input over one period (what a broadcast, gather or scatter moves).
+Tensor expected_input(const BenchOptions& o, int r) {
+  Tensor t(o.dtype, {static_cast<std::int64_t>(kPeriod)});
+  for (std::size_t i = 0; i < kPeriod; ++i) t.set(i, input_value(o, r, i));
+  return t;
+}
+
+// Elements of `got` whose bytes differ from `want` (one period, repeated).
+std::int64_t count_wrong(const Tensor& got, const Tensor& want) {
+  const std::size_t es = dtype_size(got.dtype());
+  const auto* g = static_cast<const std::byte*>(got.data());
+  const auto* w = static_cast<const std::byte*>(want.data());
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < got.count(); ++i)
+    if (std::memcmp(g + i * es, w + (i % kPeriod) * es, es) != 0) ++wrong;
+  return wrong;
+}
+
+// The buffers of one size and the op over them.
+struct Buffers {
+  Tensor main;                     // all_reduce/broadcast/reduce: the tensor; list ops: this rank's chunk
+  Tensor recv;                     // sendrecv's receive buffer
+  std::vector<Tensor> list;        // all_gather's output, scatter's/gather's list (root only)
+  std::vector<TensorView> views;
+};
+
+Work collective(Communicator& c, const BenchOptions& o, Buffers& b);
+
+Task<void> issue(Communicator& c, const BenchOptions& o, Buffers& b) {
+  if (o.op == "sendrecv") {
+    // A ring shift. The receive is posted first so neither side waits on the other.
+    const int n = c.world_size();
+    std::vector<Work> w;
+    w.push_back(c.irecv(b.recv, (c.rank() + n - 1) % n, 7));
+    w.push_back(c.isend(b.main, (c.rank() + 1) % n, 7));
+    co_await wait_all(w);
+  } else {
+    co_await collective(c, o, b);
+  }
+}
+
+Work collective(Communicator& c, const BenchOptions& o, Buffers& b) {
+  CollectiveOptions co;
+  co.algorithm = o.algorithm;
+  const std::string& op = o.op;
+  if (op == "all_reduce") return c.all_reduce(b.main, o.reduce_op, {}, co);
+  if (op == "broadcast") return c.broadcast(b.main, o.root, {}, co);
+  if (op == "reduce") return c.reduce(b.main, o.root, o.reduce_op, {}, co);
+  if (op == "all_gather") return c.all_gather(b.views, b.main, {}, co);
+  if (op == "scatter") return c.scatter(b.main, o.root, b.views, {}, co);
+  if (op == "gather") return c.gather(b.main, o.root, b.views, {}, co);
+  return c.barrier({}, co);
+}
+
+int auto_iters(std::uint64_t bytes) {
+  const std::uint64_t budget = 1ull << 30;  // about 1 GiB moved per size
+  return static_cast<int>(std::clamp<std::uint64_t>(budget / std::max<std::uint64_t>(bytes, 1), 5, 1000));
+}
+
+}  // namespace
+
+double bus_factor(std::string_view op, int n) {
+  const double dn = n;
+  if (op == "all_reduce") return 2.0 * (dn - 1) / dn;
+  if (is_list_op(op)) return (dn - 1) / dn;
+  if (op == "barrier") return 0;
+  return 1;
+}
+
+void validate(const BenchOptions& o, int n) {
+  if (std::find(std::begin(kOps), std::end(kOps), o.op) == std::end(kOps))
+    usage("unknown op '" + o.op + "' (all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier, sendrecv)");
+  if (is_reduction(o.op))
+    if (auto why = reduce_op_unsupported(o.reduce_op, o.dtype)) usage(*why);
+  if (o.root < 0 || o.root >= n) usage("root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
+  if (o.min_bytes > o.max_bytes) usage("--min-bytes is above --max-bytes");
+  if (!(o.step_factor > 1)) usage("--step-factor must be above 1");
+  if (o.op == "sendrecv" && n < 2) usage("sendrecv needs at least 2 ranks");
+}
+
+Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchRow>* rows) {
+  const int n = c.world_size();
+  const int me = c.rank();
+  const std::size_t es = dtype_size(o.dtype);
+  std::vector<std::uint64_t> sizes;
+  if (o.op == "barrier") {
+    sizes.push_back(0);
+  } else {
+    for (double b = static_cast<double>(std::max<std::uint64_t>(o.min_bytes, 1)); b <= static_cast<double>(o.max_bytes) * 1.0000001;
+         b *= o.step_factor)
+      sizes.push_back(static_cast<std::uint64_t>(b));
+  }
+  const bool root_only_list = o.op == "scatter" || o.op == "gather";
+  for (std::uint64_t want_bytes : sizes) {
+    // Whole elements, and for list ops whole chunks of n.
+    std::uint64_t count = want_bytes / es;
+    const std::uint64_t unit = is_list_op(o.op) ? static_cast<std::uint64_t>(n) : 1;
+    count -= count % unit;
+    if (o.op != "barrier" && count == 0) continue;
+    const std::uint64_t chunk = is_list_op(o.op) ? count / unit : count;
+    Buffers b;
+    b.main = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
+    if (o.op == "sendrecv") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
+    if (is_list_op(o.op) && (!root_only_list || me == o.root)) {
+      for (int r = 0; r < n; ++r) b.list.emplace_back(o.dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(chunk)});
+      for (auto& t : b.list) b.views.push_back(t);
+    }
+    const int iters = o.iters > 0 ? o.iters : auto_iters(count * es);
+    for (int i = 0; i < o.warmup_iters; ++i) co_await issue(c, o, b);
+    co_await c.barrier();
+    const Nanos t0 = c.transport().now();
+    for (int i = 0; i < iters; ++i) co_await issue(c, o, b);
+    const Nanos t1 = c.transport().now();
+    Tensor slowest(DType::kFloat64, {1});
+    slowest.set(0, static_cast<double>(t1 - t0) / iters);
+    co_await c.all_reduce(slowest, ReduceOp::kMax);
+
+    std::int64_t wrong = -1;
+    if (o.check && o.op != "barrier") {
+      // Known inputs, one more iteration, every element compared.
+      if (o.op == "broadcast") {
+        if (me == o.root) fill(b.main, o, me);
+        else std::memset(b.main.data(), 0, b.main.bytes());
+      } else if (o.op == "scatter") {
+        for (std::size_t r = 0; r < b.list.size(); ++r) fill(b.list[r], o, static_cast<int>(r));
+      } else {
+        fill(b.main, o, me);
+      }
+      co_await issue(c, o, b);
+      std::int64_t bad = 0;
+      if (o.op == "all_reduce" || (o.op == "reduce" && me == o.root)) bad = count_wrong(b.main, expected_reduction(o, n));
+      else if (o.op == "broadcast") bad = count_wrong(b.main, expected_input(o, o.root));
+      else if (o.op == "scatter") bad = count_wrong(b.main, expected_input(o, me));
+      else if (o.op == "sendrecv") bad = count_wrong(b.recv, expected_input(o, (me + n - 1) % n));
+      else if (o.op == "all_gather" || (o.op == "gather" && me == o.root))
+        for (int r = 0; r < n; ++r) bad += count_wrong(b.list[static_cast<std::size_t>(r)], expected_input(o, r));
+      Tensor total(DType::kInt64, {1});
+      total.set_int(0, bad);
+      co_await c.all_reduce(total);
+      wrong = total.get_int(0);
+    }
+    if (me == 0 && rows) {
+      BenchRow row;
+      row.bytes = count * es;
+      row.count = count;
+      row.iters = iters;
+      row.time_us = slowest.get(0) / 1e3;
+      const double secs = row.time_us * 1e-6;
+      row.algbw_GBps = secs > 0 ? static_cast<double>(row.bytes) / secs / 1e9 : 0;
+      row.busbw_GBps = row.algbw_GBps * bus_factor(o.op, n);
+      row.wrong = wrong;
+      rows->push_back(row);
+    }
+  }
+}
+
+void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const std::string& what,
+                       const std::vector<BenchRow>& rows) {
+  char line[256];
+  out << "# collie bench: " << o.op << ", " << n << " ranks, " << what << "\n";
+  out << "# dtype " << dtype_name(o.dtype) << (is_reduction(o.op) ? ", op " + std::string(reduce_op_name(o.reduce_op)) : "")
+      << ", algorithm " << (o.algorithm == Algorithm::kAuto ? "auto" : std::string(algorithm_name(o.algorithm)))
+      << ", warmup " << o.warmup_iters << ", busbw factor " << bus_factor(o.op, n) << "\n#\n";
+  std::snprintf(line, sizeof line, "# %12s %12s %9s %7s %5s %11s %9s %9s %8s %6s\n", "size", "count", "type", "redop",
+                "root", "time", "algbw", "busbw", "#wrong", "iters");
+  out << line;
+  std::snprintf(line, sizeof line, "# %12s %12s %9s %7s %5s %11s %9s %9s %8s %6s\n", "(B)", "(elements)", "", "", "",
+                "(us)", "(GB/s)", "(GB/s)", "", "");
+  out << line;
+  double sum = 0;
+  for (const BenchRow& r : rows) {
+    const bool rooted = o.op == "broadcast" || o.op == "reduce" || o.op == "scatter" || o.op == "gather";
+    std::snprintf(line, sizeof line, "  %12llu %12llu %9s %7s %5d %11.2f %9.3f %9.3f %8s %6d\n",
+                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
+                  std::string(dtype_name(o.dtype)).c_str(),
+                  is_reduction(o.op) ? std::string(reduce_op_name(o.reduce_op)).c_str() : "none", rooted ? o.root : -1,
+                  r.time_us, r.algbw_GBps, r.busbw_GBps, r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str(),
+                  r.iters);
+    out << line;
+    sum += r.busbw_GBps;
+  }
+  std::int64_t wrong = 0;
+  for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.wrong, 0);
+  out << "# Out of bounds values : " << wrong << (wrong ? " FAILED" : " OK") << "\n";
+  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %.3f GB/s\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
+  out << line << "#\n";
+}
+
+}  // namespace collie::tools

@@ -1,0 +1,75 @@
+// collie bench: the time of one op over a range of message sizes, printed
+// as nccl-tests prints it (size, count, type, redop, root, time, algbw,
+// busbw, #wrong).
+//
+// One rank program (bench_rank) runs on every backend: on the simulator it
+// measures virtual time, on real backends wall time. Per size it runs
+// `warmup` untimed iterations, a barrier, then `iters` timed ones back to
+// back; the reported time is the slowest rank's mean. After timing, one more
+// iteration with known inputs is checked element by element (#wrong).
+//
+//   algbw = bytes / time
+//   busbw = algbw * factor, the factor of nccl-tests' PERFORMANCE.md:
+//     all_reduce 2(n-1)/n; all_gather, scatter, gather (n-1)/n;
+//     broadcast, reduce, sendrecv 1; barrier 0.
+// `bytes` is the whole buffer, as in nccl-tests: for all_gather, scatter and
+// gather the n-chunk list (each rank's chunk is bytes/n).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/communicator.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+#include "core/task.h"
+
+namespace collie::tools {
+
+struct BenchOptions {
+  // all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier,
+  // sendrecv (each rank sends to rank+1 and receives from rank-1).
+  std::string op = "all_reduce";
+  std::uint64_t min_bytes = 8;
+  std::uint64_t max_bytes = 64ull << 20;
+  double step_factor = 2;  // sizes: min, min*f, ... up to max
+  int iters = 0;           // timed iterations per size; 0: by size (1000 for small, 5 for 64 MiB+)
+  int warmup_iters = 5;    // untimed iterations per size
+  DType dtype = DType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+  int root = 0;
+  bool check = true;  // verify one iteration's results per size
+};
+
+struct BenchRow {
+  std::uint64_t bytes = 0;   // whole buffer, as nccl-tests counts it
+  std::uint64_t count = 0;   // elements of that buffer
+  int iters = 0;
+  double time_us = 0;        // slowest rank's mean per iteration
+  double algbw_GBps = 0;     // 10^9 bytes per second
+  double busbw_GBps = 0;
+  std::int64_t wrong = -1;   // elements that differ from the expected result (-1: not checked)
+};
+
+// Throws Error(kUsage) naming the problem (unknown op, a reduce op the dtype
+// does not take, a root outside the world, sizes out of order).
+void validate(const BenchOptions& o, int world_size);
+
+// nccl-tests' bus-bandwidth factor for `op` at `n` ranks.
+double bus_factor(std::string_view op, int n);
+
+// Runs the benchmark on this rank; every rank of the world must call it with
+// the same options. On rank 0, `rows` receives one row per size.
+Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchRow>* rows);
+
+// The nccl-tests-style table, ending with the average bus bandwidth.
+// `what` is the header's description of the backend and world.
+void print_bench_table(std::ostream& out, const BenchOptions& o, int world_size, const std::string& what,
+                       const std::vector<BenchRow>& rows);
+
+}  // namespace collie::tools

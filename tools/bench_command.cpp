@@ -1,0 +1,180 @@
+#include "tools/bench_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "backends/backend.h"
+#include "backends/tcp/process_group.h"
+#include "core/error.h"
+#include "core/local_world.h"
+#include "tools/launch.h"
+
+namespace collie::tools {
+
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitInvalid = 2;
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error(ErrorKind::kUsage, OpContext{}, "bench: cannot find this executable (/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+void resolve(BenchCommand& c) {
+  BenchOptions& o = c.bench;
+  o.min_bytes = parse_size(c.min_bytes);
+  o.max_bytes = parse_size(c.max_bytes);
+  auto dt = parse_dtype(c.dtype);
+  if (!dt) throw Error(ErrorKind::kUsage, OpContext{}, "bench: unknown dtype '" + c.dtype + "'");
+  o.dtype = *dt;
+  auto op = parse_reduce_op(c.reduce_op);
+  if (!op) throw Error(ErrorKind::kUsage, OpContext{}, "bench: unknown reduce op '" + c.reduce_op + "'");
+  o.reduce_op = *op;
+  if (c.algorithm != "auto") {
+    auto a = parse_algorithm(c.algorithm);
+    if (!a) throw Error(ErrorKind::kUsage, OpContext{}, "bench: unknown algorithm '" + c.algorithm + "'");
+    o.algorithm = *a;
+  }
+  o.check = !c.no_check;
+  validate(o, c.nranks);
+}
+
+bool any_wrong(const std::vector<BenchRow>& rows) {
+  for (const auto& r : rows)
+    if (r.wrong > 0) return true;
+  return false;
+}
+
+// One rank of a launched tcp job.
+int run_as_rank(const BenchCommand& c) {
+  auto pg = tcp::ProcessGroup::init();
+  std::vector<BenchRow> rows;
+  pg->run([&](Communicator& comm) { return bench_rank(comm, c.bench, &rows); });
+  if (pg->rank() == 0) {
+    print_bench_table(std::cout, c.bench, pg->world_size(),
+                      "backend tcp: " + std::to_string(pg->world_size()) + " processes on 127.0.0.1, wall time", rows);
+    std::cout.flush();
+  }
+  return any_wrong(rows) ? kExitFailed : kExitOk;
+}
+
+int run_in_process(const BenchCommand& c) {
+  const BackendInfo* info = BackendRegistry::builtin().find(c.backend);
+  if (!info) {
+    std::string names;
+    for (const auto& n : BackendRegistry::builtin().names()) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << "collie bench: unknown backend '" << c.backend << "' (available: " << names << ")\n";
+    return kExitInvalid;
+  }
+  BackendOptions bo;
+  bo.world_size = c.nranks;
+  bo.seed = c.seed;
+  bo.network = c.network;
+  auto backend = info->create(bo);
+  std::vector<Transport*> ts;
+  for (int r = 0; r < c.nranks; ++r) ts.push_back(&backend->transport(r));
+  CommunicatorOptions co;
+  co.eager_threshold_bytes = c.network.eager_threshold_bytes;
+  co.observer = backend->observer();
+  LocalWorld world(ts, co);
+  std::vector<BenchRow> rows;
+  const auto wall0 = std::chrono::steady_clock::now();
+  RunResult res = world.run([&](Communicator& comm) { return bench_rank(comm, c.bench, &rows); },
+                            RunContext{"seed " + std::to_string(c.seed), "", {}, {}});
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  if (!res.ok()) {
+    std::cerr << "collie bench: " << res.describe() << "\n";
+    return kExitFailed;
+  }
+  std::string what = "backend " + c.backend;
+  if (info->simulated) {
+    char net[256];
+    std::snprintf(net, sizeof net,
+                  " (virtual time; %d ranks per node, intra %.2f us %.1f GB/s, inter %.2f us %.1f GB/s, reduce %.1f GB/s)",
+                  c.network.ranks_per_node, c.network.intra.alpha_us, c.network.intra.bandwidth_GBps,
+                  c.network.inter.alpha_us, c.network.inter.bandwidth_GBps, c.network.reduce_GBps);
+    what += net;
+  } else {
+    what += " (every rank in this process, wall time)";
+  }
+  print_bench_table(std::cout, c.bench, c.nranks, what, rows);
+  if (info->simulated) {
+    std::printf("# simulated %llu events in %.2f s of wall time (%.0f events/s)\n",
+                static_cast<unsigned long long>(res.events), wall_s,
+                wall_s > 0 ? static_cast<double>(res.events) / wall_s : 0.0);
+  }
+  return any_wrong(rows) ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+std::uint64_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::uint64_t mult = 1;
+  const std::string rest = text.substr(used);
+  if (rest == "K" || rest == "k") mult = 1ull << 10;
+  else if (rest == "M" || rest == "m") mult = 1ull << 20;
+  else if (rest == "G" || rest == "g") mult = 1ull << 30;
+  else if (!rest.empty() || used == 0)
+    throw Error(ErrorKind::kUsage, OpContext{}, "bench: '" + text + "' is not a size (e.g. 8, 64K, 1M, 2G)");
+  return v * mult;
+}
+
+CLI::App* add_bench_command(CLI::App& app, BenchCommand& c) {
+  auto* b = app.add_subcommand("bench", "time one op over a range of sizes (nccl-tests-style table)");
+  b->add_option("--backend", c.backend, "sim (virtual time), tcp (real processes), or a plugin");
+  b->add_option("--op", c.bench.op, "all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier, sendrecv");
+  b->add_option("-n,--nranks", c.nranks, "number of ranks")->check(CLI::Range(1, 1 << 20));
+  b->add_option("-b,--min-bytes", c.min_bytes, "smallest size (default 8; K, M, G suffixes)");
+  b->add_option("-e,--max-bytes", c.max_bytes, "largest size (default 64M)");
+  b->add_option("-f,--step-factor", c.bench.step_factor, "size multiplier between rows (default 2)");
+  b->add_option("--iters", c.bench.iters, "timed iterations per size (default: by size, 1000 down to 5)");
+  b->add_option("-w,--warmup", c.bench.warmup_iters, "untimed iterations per size (default 5)");
+  b->add_option("--dtype", c.dtype, "element type (default float32)");
+  b->add_option("--redop", c.reduce_op, "reduce op for all_reduce/reduce (default sum)");
+  b->add_option("--algorithm", c.algorithm, "force an algorithm (ring, recursive_doubling, ...)");
+  b->add_option("--root", c.bench.root, "root of rooted collectives (default 0)");
+  b->add_flag("--no-check", c.no_check, "do not verify results");
+  b->add_option("--seed", c.seed, "seed of the simulator's random choices");
+  b->add_option("--ranks-per-node", c.network.ranks_per_node, "sim: consecutive ranks per node (0: one node)");
+  b->add_option("--intra-alpha-us", c.network.intra.alpha_us, "sim: latency within a node");
+  b->add_option("--intra-GBps", c.network.intra.bandwidth_GBps, "sim: bandwidth within a node");
+  b->add_option("--inter-alpha-us", c.network.inter.alpha_us, "sim: latency between nodes");
+  b->add_option("--inter-GBps", c.network.inter.bandwidth_GBps, "sim: bandwidth between nodes");
+  b->add_option("--reduce-GBps", c.network.reduce_GBps, "sim: reduction throughput per rank");
+  b->add_option("--backend-plugin", c.plugins, "load a backend plugin (a shared library); repeatable");
+  b->add_flag("--as-rank", c.as_rank, "internal: run as one rank of a launched job")->group("");
+  return b;
+}
+
+int run_bench_command(BenchCommand& c, int argc, char** argv) {
+  try {
+    resolve(c);
+    for (const auto& p : c.plugins) BackendRegistry::builtin().load_plugin(p);
+    if (c.backend != "tcp") return run_in_process(c);
+    if (c.as_rank) return run_as_rank(c);
+    // Relaunch this command as N processes, each one rank.
+    LaunchOptions lo;
+    lo.nprocs = c.nranks;
+    lo.prefix = false;
+    lo.command.push_back(self_executable());
+    for (int i = 1; i < argc; ++i) lo.command.emplace_back(argv[i]);
+    lo.command.emplace_back("--as-rank");
+    return launch(lo);
+  } catch (const Error& e) {
+    std::cerr << "collie " << e.what() << "\n";
+    return e.kind() == ErrorKind::kUsage ? kExitInvalid : kExitFailed;
+  }
+}
+
+}  // namespace collie::tools
