@@ -72,19 +72,14 @@ std::string duration_text(Nanos ns) {
   return os.str();
 }
 
-// Fails the op behind `weak` if it has not completed by `deadline`, naming
-// what it still waits for.
-Spawned timeout_timer(MessageEngine& engine, Transport& t, Nanos deadline, Nanos timeout,
-                      std::weak_ptr<WorkState> weak, std::shared_ptr<OpInfo> info, bool collective,
-                      std::uint32_t context) {
-  co_await WakeAt{&t, deadline};
-  auto w = weak.lock();
-  if (!w || w->completed) co_return;
+// Fails the op of `d`, naming what it still waits for.
+void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, const OpInfo& info, Nanos timeout,
+                  bool collective, std::uint32_t context) {
   std::vector<int> peers;
-  const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info->seq), &peers)
+  const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info.seq), &peers)
                                 : engine.describe_waits(w, &peers);
   std::string detail = "did not complete within " + duration_text(timeout);
-  if (!info->step.empty()) detail += " (at algorithm step '" + info->step + "')";
+  if (!info.step.empty()) detail += " (at algorithm step '" + info.step + "')";
   if (waits.empty()) {
     detail += "; nothing of it is in flight (its peers never sent or never called it)";
   } else {
@@ -93,8 +88,8 @@ Spawned timeout_timer(MessageEngine& engine, Transport& t, Nanos deadline, Nanos
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-  auto err = std::make_exception_ptr(Error(ErrorKind::kTimeout, info->context(peers), detail));
-  if (collective) engine.abort_collective(context, static_cast<std::uint64_t>(info->seq), err);
+  auto err = std::make_exception_ptr(Error(ErrorKind::kTimeout, info.context(peers), detail));
+  if (collective) engine.abort_collective(context, static_cast<std::uint64_t>(info.seq), err);
   else engine.abort_p2p(w, err);
 }
 
@@ -136,8 +131,41 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
   const Nanos timeout = timeout_override > 0 ? timeout_override
                         : g.timeout_ns > 0   ? g.timeout_ns
                                              : opts_.default_timeout_ns;
-  if (timeout > 0)
-    ops_.spawn(timeout_timer(engine_, t_, t_.now() + timeout, timeout, w, info, collective, g.coll_context));
+  if (timeout <= 0) return;
+  const Nanos when = t_.now() + timeout;
+  deadlines_.emplace(when, Deadline{timeout, w, info, collective, g.coll_context});
+  if (deadlines_.size() > 2 * deadlines_after_sweep_ + 64) {
+    std::erase_if(deadlines_, [](const auto& e) {
+      auto live = e.second.work.lock();
+      return !live || live->completed;
+    });
+    deadlines_after_sweep_ = deadlines_.size();
+  }
+  arm(when);
+}
+
+Spawned watchdog(Communicator& c, Nanos when) {
+  co_await WakeAt{&c.t_, when};
+  if (c.armed_ == when) c.armed_.reset();
+  c.expire_deadlines();
+}
+
+void Communicator::arm(Nanos when) {
+  if (armed_ && *armed_ <= when) return;
+  armed_ = when;
+  ops_.spawn(watchdog(*this, when));
+}
+
+void Communicator::expire_deadlines() {
+  const Nanos now = t_.now();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    Deadline d = std::move(deadlines_.begin()->second);
+    deadlines_.erase(deadlines_.begin());
+    auto w = d.work.lock();
+    if (w && !w->completed) fire_timeout(engine_, w, *d.info, d.timeout, d.collective, d.context);
+  }
+  if (deadlines_after_sweep_ > deadlines_.size()) deadlines_after_sweep_ = deadlines_.size();
+  if (!deadlines_.empty()) arm(deadlines_.begin()->first);
 }
 
 Communicator::Communicator(Transport& transport, CommunicatorOptions options)

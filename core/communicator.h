@@ -21,7 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -144,7 +146,25 @@ class Communicator {
   int groups_created_ = 0;
   std::uint64_t ops_issued_ = 0;
   SpawnRegistry ops_;
-  std::vector<std::weak_ptr<WorkState>> open_ops_;  // for describe_pending()
+
+  // Op timeouts. Every watched op with a timeout has an entry here; one
+  // timer (the watchdog) is armed at the earliest deadline, so a job of a
+  // million ops holds one timer, and entries of finished ops are swept
+  // once they outnumber the live ones (memory stays proportional to the
+  // ops in flight).
+  struct Deadline {
+    Nanos timeout = 0;
+    std::weak_ptr<WorkState> work;
+    std::shared_ptr<OpInfo> info;
+    bool collective = false;
+    std::uint32_t context = 0;
+  };
+  std::multimap<Nanos, Deadline> deadlines_;
+  std::size_t deadlines_after_sweep_ = 0;
+  std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
+  void arm(Nanos when);
+  void expire_deadlines();
+  friend Spawned watchdog(Communicator& c, Nanos when);
 };
 
 }  // namespace collie
