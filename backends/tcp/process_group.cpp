@@ -12,7 +12,9 @@ std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given)
   std::unique_ptr<ProcessGroup> pg(new ProcessGroup());
   int rank = 0, world = 0;
   resolve_identity(options, &rank, &world);
-  pg->loop_ = std::make_unique<TcpEventLoop>(0);
+  // A rank process polls for 50 us before sleeping (COLLIE_SPIN_US).
+  const char* spin = std::getenv("COLLIE_SPIN_US");
+  pg->loop_ = std::make_unique<TcpEventLoop>(0, static_cast<Nanos>((spin ? std::atof(spin) : 50.0) * 1e3));
   pg->transport_ = std::make_unique<TcpTransport>(*pg->loop_, rank, world, job_token(options));
   // Listen where peers can reach us: loopback jobs stay on loopback.
   const char* master = std::getenv("MASTER_ADDR");

@@ -8,8 +8,11 @@ namespace collie::tcp {
 
 // ---- the event loop --------------------------------------------------------
 
-TcpEventLoop::TcpEventLoop(int idle_deadlock_ms)
-    : work_(asio::make_work_guard(io_)), start_(std::chrono::steady_clock::now()), idle_ms_(idle_deadlock_ms) {}
+TcpEventLoop::TcpEventLoop(int idle_deadlock_ms, Nanos spin_ns)
+    : work_(asio::make_work_guard(io_)),
+      start_(std::chrono::steady_clock::now()),
+      idle_ms_(idle_deadlock_ms),
+      spin_ns_(spin_ns) {}
 
 Nanos TcpEventLoop::now() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
@@ -55,7 +58,11 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
       last = now();
       continue;
     }
-    // Nothing to do: wait for I/O, at most until the next timer, the deadline or 10 ms.
+    // Nothing to do. A reply is often microseconds away: poll for a while
+    // before sleeping in the kernel (a sleep and wake-up costs more than a
+    // small message's whole round trip).
+    if (spin_ns_ > 0 && t - last < spin_ns_) continue;
+    // Then wait for I/O, at most until the next timer, the deadline or 10 ms.
     Nanos wait = 10'000'000;
     if (!timers_.empty()) wait = std::min(wait, timers_.begin()->first - t);
     if (deadline) wait = std::min(wait, *deadline - t);

@@ -38,7 +38,9 @@ class TcpEventLoop {
   // `idle_deadlock_ms`: with nothing to resume, no I/O and no timer for
   // this long, run_until() declares a deadlock (0: wait forever, as real
   // jobs do -- use timeouts there).
-  explicit TcpEventLoop(int idle_deadlock_ms = 0);
+  // `spin_ns`: with nothing to do, keep polling the sockets this long after
+  // the last progress before sleeping in epoll (latency against CPU).
+  explicit TcpEventLoop(int idle_deadlock_ms = 0, Nanos spin_ns = 0);
   asio::io_context& io() { return io_; }
   Nanos now() const;
   void ready(std::coroutine_handle<> h) { ready_.push_back(h); }
@@ -55,6 +57,7 @@ class TcpEventLoop {
   std::multimap<Nanos, std::coroutine_handle<>> timers_;
   std::chrono::steady_clock::time_point start_;
   int idle_ms_;
+  Nanos spin_ns_;
   bool running_ = false;
   std::uint64_t events_ = 0;
 };
