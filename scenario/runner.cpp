@@ -1,6 +1,10 @@
 #include "scenario/runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +18,9 @@
 #include "conformance/reference.h"
 #include "core/local_world.h"
 #include "scenario/loader.h"
+#include "scenario/rank_report.h"
+#include "scenario/record.h"
+#include "backends/tcp/process_group.h"
 
 namespace collie::scenario {
 
@@ -37,36 +44,6 @@ std::string python_float(double v) {
 namespace {
 
 using reference::clone;
-
-// ---- recording ----------------------------------------------------------
-
-struct CollRecord {
-  StepKind kind = StepKind::kBarrier;
-  Location where;
-  std::vector<int> members;  // sorted global ranks
-  int root = -1;             // global
-  ReduceOp op = ReduceOp::kSum;
-  std::map<int, std::vector<Tensor>> inputs;   // by global rank
-  std::map<int, std::vector<Tensor>> outputs;  // by global rank, once complete
-  std::set<int> issued;
-};
-
-struct RecvRecord {
-  int rank = -1;
-  std::string group;
-  int tag = 0;
-  int source = -1;
-  std::uint64_t order = 0;  // posting order on the rank
-  Tensor data;
-  Location where;
-};
-
-struct Recorder {
-  bool enabled = true;
-  std::map<std::pair<std::string, std::uint64_t>, CollRecord> colls;
-  std::map<std::tuple<int, int, std::string, int>, std::vector<Tensor>> sends;  // (src,dst,group,tag)
-  std::vector<RecvRecord> recvs;
-};
 
 // ---- per-rank interpreter state -------------------------------------------
 
@@ -678,10 +655,23 @@ int check_p2p(const Recorder& rec, std::vector<std::string>& failures) {
   return checks;
 }
 
+// A rank process's error, as its report gave it.
+struct ReportedError : std::exception {
+  std::string text;
+  ErrorKind kind;
+  bool is_collie;
+  ReportedError(std::string t, ErrorKind k, bool c) : text(std::move(t)), kind(k), is_collie(c) {}
+  const char* what() const noexcept override { return text.c_str(); }
+};
+
 std::string error_text(const std::exception_ptr& e, ErrorKind* kind, bool* is_collie) {
   *is_collie = false;
   try {
     std::rethrow_exception(e);
+  } catch (const ReportedError& x) {
+    *kind = x.kind;
+    *is_collie = x.is_collie;
+    return x.text;
   } catch (const Error& x) {
     *kind = x.kind();
     *is_collie = true;
@@ -693,7 +683,100 @@ std::string error_text(const std::exception_ptr& e, ErrorKind* kind, bool* is_co
   }
 }
 
+std::string report_path(const std::string& dir, int rank) { return dir + "/rank-" + std::to_string(rank) + ".cbor"; }
+
+// Runs `s` as one process per rank and folds their reports into `sh` and
+// `rr`, as an in-process run would have left them.
+void run_as_processes(const Scenario& s, const RunOptions& options, Shared& sh, RunResult& rr) {
+  char tmpl[] = "/tmp/collie-run-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw Error(ErrorKind::kUsage, OpContext{}, "cannot create a temporary folder for rank reports");
+  const std::string dir = tmpl;
+  std::vector<std::string> args = {"run", s.file, "--backend", "tcp", "--seed", std::to_string(s.seed)};
+  if (options.world) args.insert(args.end(), {"--world", std::to_string(*options.world)});
+  if (options.timeout_ns) args.insert(args.end(), {"--timeout-us", std::to_string(*options.timeout_ns / 1000)});
+  args.insert(args.end(), {"--rank-report", dir});
+  options.launch_ranks(args, s.world);
+  rr.ranks.resize(static_cast<std::size_t>(s.world));
+  for (int r = 0; r < s.world; ++r) {
+    RankOutcome& out = rr.ranks[static_cast<std::size_t>(r)];
+    std::ifstream f(report_path(dir, r), std::ios::binary);
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::remove(report_path(dir, r).c_str());
+    if (!f || bytes.empty()) {
+      out.finished = true;
+      out.error = std::make_exception_ptr(ReportedError(
+          "rank " + std::to_string(r) + "'s process ended without a report (it crashed or was killed; see its output)",
+          ErrorKind::kTransport, true));
+      continue;
+    }
+    try {
+      RankReport rep = decode_report(bytes);
+      out.finished = rep.finished;
+      out.end_time = rep.end_time;
+      if (rep.failed) out.error = std::make_exception_ptr(ReportedError(rep.error_text, rep.error_kind, rep.error_is_collie));
+      for (auto& o : rep.output) sh.output.push_back(std::move(o));
+      for (auto& x : rep.failures) sh.failures.push_back(std::move(x));
+      merge_records(sh.rec, rep.rec);
+      rr.end_time = std::max(rr.end_time, rep.end_time);
+    } catch (const std::exception& e) {
+      out.finished = true;
+      out.error = std::make_exception_ptr(
+          ReportedError("rank " + std::to_string(r) + "'s report is unreadable: " + e.what(), ErrorKind::kUsage, false));
+    }
+  }
+  ::rmdir(dir.c_str());
+  // Each process's clock starts at its own start: order lines by time, then rank.
+  std::stable_sort(sh.output.begin(), sh.output.end(),
+                   [](const OutputLine& a, const OutputLine& b) { return std::tie(a.time, a.rank) < std::tie(b.time, b.rank); });
+}
+
 }  // namespace
+
+int run_scenario_rank(const Scenario& scenario, const RunOptions& options, const std::string& report_dir) {
+  Scenario s = scenario;
+  if (options.world) {
+    s.world = *options.world;
+    check_world(s);
+  }
+  if (options.seed) s.seed = *options.seed;
+  Shared sh;
+  sh.s = &s;
+  sh.world = s.world;
+  sh.rec.enabled = s.check;
+  RankReport rep;
+  try {
+    CommunicatorOptions co;
+    co.eager_threshold_bytes = s.network.eager_threshold_bytes;
+    co.default_timeout_ns = options.timeout_ns ? *options.timeout_ns : s.timeout_ns;
+    if (co.default_timeout_ns == 0) co.default_timeout_ns = 60'000'000'000;  // real hangs must end
+    auto pg = tcp::ProcessGroup::init({}, &co);
+    rep.rank = pg->rank();
+    Interpreter interp(sh, pg->comm());
+    try {
+      pg->run([&](Communicator&) -> Task<void> { co_await interp.run(); });
+    } catch (const std::exception&) {
+      rep.failed = true;
+      rep.error_text = error_text(std::current_exception(), &rep.error_kind, &rep.error_is_collie);
+    }
+    rep.finished = true;
+    rep.end_time = pg->comm().transport().now();
+  } catch (const std::exception&) {  // joining the job failed
+    rep.failed = true;
+    rep.finished = true;
+    rep.error_text = error_text(std::current_exception(), &rep.error_kind, &rep.error_is_collie);
+  }
+  if (rep.rank < 0) {
+    const char* r = std::getenv("RANK");
+    rep.rank = r ? std::atoi(r) : 0;
+  }
+  rep.output = std::move(sh.output);
+  rep.failures = std::move(sh.failures);
+  rep.rec = std::move(sh.rec);
+  const auto bytes = encode_report(rep);
+  std::ofstream f(report_path(report_dir, rep.rank), std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return f ? 0 : 1;
+}
 
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -736,6 +819,13 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   sh.world = s.world;
   sh.rec.enabled = s.check;
 
+  RunResult rr;
+  std::unique_ptr<InProcessBackend> world_backend;
+  if (options.launch_ranks) {
+    if (backend_name != "tcp")
+      throw Error(ErrorKind::kUsage, OpContext{}, "only the tcp backend runs scenarios as processes");
+    run_as_processes(s, options, sh, rr);
+  } else {
   BackendOptions bo;
   bo.world_size = s.world;
   bo.seed = s.seed;
@@ -758,7 +848,6 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     s.network.eager_threshold_bytes = *options.eager_threshold_bytes;
     bo.network.eager_threshold_bytes = *options.eager_threshold_bytes;
   }
-  std::unique_ptr<InProcessBackend> world_backend;
   try {
     world_backend = backend->create(bo);
   } catch (const std::exception& e) {
@@ -774,7 +863,6 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   co.eager_threshold_bytes = s.network.eager_threshold_bytes;
   co.observer = world_backend->observer();
   co.default_timeout_ns = options.timeout_ns ? *options.timeout_ns : s.timeout_ns;
-  RunResult rr;
   {
     LocalWorld world(ts, co);
     std::vector<std::unique_ptr<Interpreter>> interp;
@@ -796,21 +884,23 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
       return res;
     }
   }
+  }  // in-process
+  const std::vector<InjectedFault> injected = world_backend ? world_backend->injected_faults() : std::vector<InjectedFault>{};
   res.virtual_time = std::max(rr.end_time, rr.stopped_at);
   res.deadlock_dot = rr.deadlock_dot;
   res.causes = rr.causes;
-  res.faults_injected = world_backend->injected_faults().size();
+  res.faults_injected = injected.size();
   if (!options.trace_path.empty()) {
     std::ofstream f(options.trace_path, std::ios::binary);
-    if (!world_backend->write_trace(f, std::max(rr.end_time, rr.stopped_at)))
+    if (!world_backend || !world_backend->write_trace(f, std::max(rr.end_time, rr.stopped_at)))
       res.failures.push_back("backend '" + backend_name + "' records no trace; --trace needs the simulator");
   }
   if (!options.dot_path.empty() && !rr.deadlock_dot.empty()) {
     std::ofstream f(options.dot_path, std::ios::binary);
     f << rr.deadlock_dot;
   }
-  res.trace_hash = world_backend->trace_hash();
-  res.events = world_backend->events();
+  res.trace_hash = world_backend ? world_backend->trace_hash() : 0;
+  res.events = world_backend ? world_backend->events() : 0;
   res.output = std::move(sh.output);
 
   // What happened.
@@ -828,7 +918,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     errors.push_back(e);
   }
   if (!rr.deadlocked) {
-    for (const auto& f : world_backend->injected_faults()) {
+    for (const auto& f : injected) {
       if (f.kind != InjectedFault::Kind::kCrash) continue;
       // The survivors finished; the job still lost a rank.
       errors.push_back(RankError{f.src, ErrorKind::kTransport, true,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ struct RunOptions {
   std::string dot_path;                       // write the wait-for graph here (on deadlock)
   sim::Explorer* explorer = nullptr;          // let the simulator's choices be made by it
   std::optional<std::size_t> eager_threshold_bytes;  // overrides the scenario's buffering
+  // Runs the scenario as real processes, one per rank: called with the
+  // arguments of `collie` for every rank (starting "run FILE ... --rank-report
+  // DIR") and the number of ranks, it starts them as one job (collie launch)
+  // and returns when all have exited. Each writes its report into DIR; the
+  // run is then judged as an in-process one. Hangs surface as op timeouts
+  // (the scenario's, or 60 s), not as deadlock reports. Only --backend tcp.
+  std::function<int(const std::vector<std::string>& args, int nprocs)> launch_ranks;
 };
 
 struct OutputLine {
@@ -72,6 +80,11 @@ struct ScenarioResult {
 // --world override makes the scenario invalid, and Error(kUsage) for an
 // unknown backend.
 ScenarioResult run_scenario(const Scenario& s, const RunOptions& options);
+
+// The body of one rank process of a multi-process run (see launch_ranks):
+// joins the job (env:// rendezvous), runs this rank's program over TCP and
+// writes its report to `report_dir`/rank-R.cbor. Returns the exit code.
+int run_scenario_rank(const Scenario& s, const RunOptions& options, const std::string& report_dir);
 
 // Python's repr of a float ("4.0", "0.1", "1e-05"): how the seeds print items.
 std::string python_float(double v);

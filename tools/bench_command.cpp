@@ -1,7 +1,5 @@
 #include "tools/bench_command.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <iostream>
 
@@ -16,13 +14,6 @@ namespace collie::tools {
 namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitInvalid = 2;
-
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw Error(ErrorKind::kUsage, OpContext{}, "bench: cannot find this executable (/proc/self/exe)");
-  return std::string(buf, static_cast<std::size_t>(n));
-}
 
 void resolve(BenchCommand& c) {
   BenchOptions& o = c.bench;

@@ -184,6 +184,11 @@ int main(int argc, char** argv) {
   auto* timeout_opt = run->add_option("--timeout-us", timeout_us, "every op times out after this much virtual time");
   run->add_option("--trace", trace_path, "write a Chrome trace (Perfetto) of the run to this file");
   run->add_option("--report-dot", dot_path, "write the wait-for graph (Graphviz) here when the run deadlocks");
+  bool in_process = false;
+  std::string rank_report;
+  run->add_flag("--in-process", in_process,
+                "with --backend tcp: every rank in this process over real sockets, instead of one process per rank");
+  run->add_option("--rank-report", rank_report, "internal: run as one rank process and report to this folder")->group("");
 
   // validate
   auto* validate = app.add_subcommand("validate", "parse and check scenario files without running them");
@@ -329,6 +334,19 @@ int main(int argc, char** argv) {
     }
     ro.trace_path = trace_path;
     ro.dot_path = dot_path;
+    if (!rank_report.empty()) {
+      if (scenarios.size() != 1) return kExitInvalid;
+      return collie::scenario::run_scenario_rank(scenarios[0], ro, rank_report);
+    }
+    if (ro.backend == "tcp" && !in_process) {
+      ro.launch_ranks = [](const std::vector<std::string>& args, int n) {
+        collie::tools::LaunchOptions job;
+        job.nprocs = n;
+        job.command.push_back(collie::tools::self_executable());
+        job.command.insert(job.command.end(), args.begin(), args.end());
+        return collie::tools::launch(job);
+      };
+    }
     std::vector<ScenarioResult> results;
     nlohmann::json all = nlohmann::json::array();
     int failed = 0;

@@ -35,6 +35,13 @@ std::string describe_status(int status) {
 
 }  // namespace
 
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "collie";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
 int launch(const LaunchOptions& o) {
   const int n = o.nprocs;
   const int port = o.master_port ? o.master_port : free_port();

@@ -19,4 +19,7 @@ struct LaunchOptions {
 // exited 0; 1: some rank failed -- the first to fail is reported on stderr).
 int launch(const LaunchOptions& options);
 
+// This program's own path (/proc/self/exe), to start more of itself.
+std::string self_executable();
+
 }  // namespace collie::tools

@@ -6,7 +6,7 @@
 
 namespace collie::tcp {
 
-std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given) {
+std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given, const CommunicatorOptions* comm) {
   RendezvousOptions options = given;
   if (const char* t = std::getenv("COLLIE_INIT_TIMEOUT_S")) options.timeout_ns = static_cast<Nanos>(std::atof(t) * 1e9);
   std::unique_ptr<ProcessGroup> pg(new ProcessGroup());
@@ -27,11 +27,15 @@ std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given)
   if (!pg->loop_->run_until([&] { return pg->transport_->connected(); },
                             pg->loop_->now() + options.timeout_ns)) {
     throw Error(ErrorKind::kTransport, OpContext{rank, "init_process_group", "world", -1, {}},
-                "could not connect to every peer within the timeout");
+                "could not connect to every peer within the timeout; not connected: " + pg->transport_->unconnected());
   }
   CommunicatorOptions co;
-  const char* t = std::getenv("COLLIE_TIMEOUT_S");
-  co.default_timeout_ns = static_cast<Nanos>((t ? std::atof(t) : 300.0) * 1e9);
+  if (comm) {
+    co = *comm;
+  } else {
+    const char* t = std::getenv("COLLIE_TIMEOUT_S");
+    co.default_timeout_ns = static_cast<Nanos>((t ? std::atof(t) : 300.0) * 1e9);
+  }
   pg->comm_ = std::make_unique<Communicator>(*pg->transport_, co);
   return pg;
 }

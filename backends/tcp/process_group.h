@@ -31,7 +31,10 @@ class ProcessGroup {
  public:
   // Rendezvous (see rendezvous.h), connect to every peer, build the
   // communicator. Throws collie::Error naming what went wrong.
-  static std::unique_ptr<ProcessGroup> init(const RendezvousOptions& options = {});
+  // `comm`: the communicator's options; null: the defaults, with the op
+  // timeout from COLLIE_TIMEOUT_S.
+  static std::unique_ptr<ProcessGroup> init(const RendezvousOptions& options = {},
+                                            const CommunicatorOptions* comm = nullptr);
   ~ProcessGroup();
 
   int rank() const { return comm_->rank(); }

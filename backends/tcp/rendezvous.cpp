@@ -87,7 +87,7 @@ bool run_until(asio::io_context& io, const std::function<bool()>& done, std::chr
   while (!done()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     io.restart();
-    io.run_for(std::chrono::milliseconds(20));
+    io.run_one_for(std::chrono::milliseconds(20));
   }
   return true;
 }
@@ -215,10 +215,12 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
   };
   std::map<int, std::shared_ptr<Conn>> joined;
   std::vector<std::shared_ptr<std::vector<std::uint8_t>>> keep;  // reply buffers in flight
+  std::size_t replies_in_flight = 0;
   auto reply = [&](const std::shared_ptr<Conn>& c, bool ok, const std::string& body) {
     auto b = std::make_shared<std::vector<std::uint8_t>>(table_reply(token, c->reg, ok, body));
     keep.push_back(b);
-    asio::async_write(*c->s, asio::buffer(*b), [](const asio::error_code&, std::size_t) {});
+    ++replies_in_flight;
+    asio::async_write(*c->s, asio::buffer(*b), [&](const asio::error_code&, std::size_t) { --replies_in_flight; });
   };
   std::function<void()> accept_next = [&] {
     auto c = std::make_shared<Conn>();
@@ -274,8 +276,9 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
     }
   }
   for (auto& [r, c] : joined) reply(c, all, body);
-  io.restart();
-  io.run_for(std::chrono::milliseconds(200));  // let the replies go out
+  acc.close();
+  // Let the replies go out (a rank that vanished meanwhile does not hold us up for long).
+  run_until(io, [&] { return replies_in_flight == 0; }, std::chrono::steady_clock::now() + std::chrono::seconds(2));
   if (!all) fail(body);
   return m;
 }

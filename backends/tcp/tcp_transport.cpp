@@ -206,6 +206,7 @@ void TcpTransport::handshake_in(std::shared_ptr<Pending> c) {
           if (!*alive) return;
           if (e3) return lose(r, "handshake failed: " + e3.message());
           peers_[static_cast<std::size_t>(r)]->up = true;
+          peers_[static_cast<std::size_t>(r)]->was_up = true;
           start_reading(r);
           write_next(r);
         });
@@ -255,6 +256,7 @@ void TcpTransport::connect(int peer, const std::string& host, std::uint16_t port
             if (!verify(token_, kAcceptProof, transcript(w.hs_out, w.hs_in), w.proof_in))
               return lose(peer, "the process at rank " + std::to_string(peer) + "'s address did not prove the job token");
             w.up = true;
+            w.was_up = true;
             start_reading(peer);
             write_next(peer);
           });
@@ -266,8 +268,18 @@ void TcpTransport::connect(int peer, const std::string& host, std::uint16_t port
 
 bool TcpTransport::connected() const {
   for (const auto& p : peers_)
-    if (p && !p->up) return false;
+    if (p && !p->was_up) return false;
   return true;
+}
+
+std::string TcpTransport::unconnected() const {
+  std::string s;
+  for (int r = 0; r < world_; ++r) {
+    const auto& p = peers_[static_cast<std::size_t>(r)];
+    if (!p || p->was_up) continue;
+    s += (s.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + (p->lost ? " (" + p->lost_why + ")" : " (no connection)");
+  }
+  return s;
 }
 
 void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
@@ -351,6 +363,7 @@ void TcpTransport::lose(int peer, const std::string& why, bool clean) {
   if (p.lost) return;
   p.lost = true;
   p.up = false;
+  p.lost_why = why;
   asio::error_code ec;
   p.socket.close(ec);
   p.out.clear();

@@ -72,8 +72,11 @@ class TcpTransport final : public Transport {
   std::uint16_t listen(const std::string& host, std::uint16_t port = 0);
   // Connects to a lower-ranked peer's listener (asynchronously).
   void connect(int peer, const std::string& host, std::uint16_t port);
-  // Every peer connection is up and its handshake done.
+  // Every peer's handshake has completed (a peer that has since left, as a
+  // fast rank with nothing to do may, still counts).
   bool connected() const;
+  // The peers whose handshake has not completed, and why for those that failed.
+  std::string unconnected() const;
   // Closes every connection at once (as a crash would).
   void close();
   // Tells every peer this rank is done, flushes what is queued (for at most
@@ -102,7 +105,9 @@ class TcpTransport final : public Transport {
     explicit Peer(asio::io_context& io) : socket(io) {}
     asio::ip::tcp::socket socket;
     bool claimed = false;  // a connection for this rank is past its proof (or ours is under way)
-    bool up = false;       // handshake done
+    bool up = false;       // handshake done, connection open
+    bool was_up = false;   // handshake done at some point
+    std::string lost_why;  // why it was lost, when it was
     bool lost = false;
     bool said_goodbye = false;
     bool writing = false;
