@@ -191,6 +191,10 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
 
 Communicator::~Communicator() = default;
 
+std::size_t Communicator::abort_pending(const std::string& why) {
+  return engine_.abort_all(std::make_exception_ptr(Error(ErrorKind::kUsage, OpContext{rank_, "", "", -1, {}}, why)));
+}
+
 GroupState& Communicator::resolve(const Group& g) { return *(g.is_world_default() ? world_.state() : g.state()); }
 const GroupState& Communicator::resolve(const Group& g) const {
   return *(g.is_world_default() ? world_.state() : g.state());
@@ -346,6 +350,7 @@ Work Communicator::launch(CollectiveCall call) {
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.ranks);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
   auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info, opts_.observer);
+  ctx->bind(outer);
   ops_.spawn(run_collective(engine_, std::move(ctx), std::move(call.body), outer));
   return Work(outer);
 }

@@ -121,6 +121,12 @@ class Communicator {
   std::vector<std::string> describe_unexpected() const { return engine_.describe_unexpected(); }
   MessageEngine& engine() { return engine_; }
 
+  // Fails every op still in flight with Error(kUsage, `why`); afterwards no
+  // user buffer of those ops is read or written again. For owners tearing
+  // down a communicator whose program may have abandoned ops (an exception
+  // thrown past a Work). Returns how many ops it failed.
+  std::size_t abort_pending(const std::string& why);
+
  private:
   struct CollectiveCall;
   GroupState& resolve(const Group& g);

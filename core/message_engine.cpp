@@ -440,6 +440,27 @@ bool MessageEngine::check_collective(const FrameHeader& h) {
   return false;
 }
 
+std::size_t MessageEngine::abort_all(std::exception_ptr err) {
+  std::vector<std::shared_ptr<WorkState>> works;
+  for (auto& [key, a] : active_)
+    if (a.outer) works.push_back(a.outer);
+  active_.clear();
+  for (auto& p : posted_) works.push_back(p.work);
+  posted_.clear();
+  for (auto& [key, r] : inbound_) works.push_back(r.work);
+  inbound_.clear();
+  for (auto& [id, ps] : sends_)
+    if (ps.work) works.push_back(ps.work);
+  sends_.clear();
+  std::size_t failed = 0;
+  for (auto& w : works) {
+    if (!w || w->completed) continue;
+    ++failed;
+    w->finish(err);
+  }
+  return failed;
+}
+
 void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err) {
   auto it = active_.find({context, seq});
   if (it != active_.end()) {

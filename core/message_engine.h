@@ -113,6 +113,10 @@ class MessageEngine final : public FrameSink {
   }
   // Fails a point-to-point op that has not completed and forgets it.
   void abort_p2p(const std::shared_ptr<WorkState>& work, std::exception_ptr err);
+  // Fails every op still pending with `err` and forgets it: after this the
+  // engine touches no user buffer of those ops again (a late clear-to-send
+  // or data frame for them is ignored). Returns how many ops it failed.
+  std::size_t abort_all(std::exception_ptr err);
 
   // Everything this rank is blocked on, for wait-for graphs: one entry per
   // posted receive (peer = source or kAnySource) and per send waiting for

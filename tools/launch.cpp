@@ -13,13 +13,26 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <random>
 
 namespace collie::tools {
 
 namespace {
 
+// A port for rank 0's rendezvous, below Linux's ephemeral range (32768+)
+// so that no outgoing connection of this or another job can take it between
+// this check and rank 0's bind.
 int free_port() {
   asio::io_context io;
+  std::random_device rd;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(20000 + rd() % 12000);
+    asio::ip::tcp::acceptor a(io);
+    asio::error_code ec;
+    a.open(asio::ip::tcp::v4(), ec);
+    a.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (!ec) return port;
+  }
   asio::ip::tcp::acceptor a(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   return a.local_endpoint().port();
 }
@@ -99,7 +112,17 @@ int launch(const LaunchOptions& o) {
   auto failed_at = std::chrono::steady_clock::time_point{};
   auto settle_until = std::chrono::steady_clock::time_point{};
   int alive = n;
-  while (alive > 0) {
+  auto any_open = [&] {
+    for (const auto& p : procs)
+      if (p.fd >= 0) return true;
+    return false;
+  };
+  // Every process reaped, its output may still sit in the pipe: drain it
+  // (for at most 2 s, in case a grandchild holds the pipe open).
+  auto drain_until = std::chrono::steady_clock::time_point::max();
+  while (alive > 0 || (any_open() && std::chrono::steady_clock::now() < drain_until)) {
+    if (alive == 0 && drain_until == std::chrono::steady_clock::time_point::max())
+      drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     std::vector<pollfd> pfds;
     std::vector<int> who;
     for (int r = 0; r < n; ++r) {

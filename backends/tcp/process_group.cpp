@@ -1,6 +1,7 @@
 #include "backends/tcp/process_group.h"
 
 #include <cstdlib>
+#include <exception>
 
 #include "core/error.h"
 
@@ -67,7 +68,12 @@ ProcessGroup::~ProcessGroup() {
   // Goodbye first, while the communicator can still take what arrives; the
   // loop never runs again after this, so the coroutines it may still hold
   // (op timers) can go with the communicator.
-  if (transport_) transport_->shutdown();
+  // Ops the program abandoned (an exception thrown past them) are failed
+  // first, so nothing reads or writes their buffers from here on.
+  const std::size_t abandoned = comm_ ? comm_->abort_pending("the process group was destroyed with this op in flight") : 0;
+  if (transport_ && (std::uncaught_exceptions() > 0 || abandoned > 0))
+    transport_->note_failure(std::uncaught_exceptions() > 0 ? "with an error" : "with ops in flight");
+  if (transport_) transport_->shutdown(2'000'000'000, abandoned > 0);
   comm_.reset();
 }
 

@@ -81,6 +81,14 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
 
 // ---- the transport -----------------------------------------------------------
 
+namespace {
+constexpr std::string_view kFinished = "its program finished";
+}  // namespace
+
+void TcpTransport::note_failure(const std::string& reason) {
+  if (first_loss_.empty()) first_loss_ = reason;
+}
+
 TcpTransport::TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token)
     : loop_(loop), rank_(rank), world_(world), token_(std::move(token)), alive_(std::make_shared<bool>(true)) {
   peers_.resize(static_cast<std::size_t>(world));
@@ -314,14 +322,24 @@ void TcpTransport::start_reading(int peer) {
   asio::async_read(p.socket, asio::buffer(p.header_in), [this, peer, alive](const asio::error_code& ec, std::size_t) {
     if (!*alive) return;
     if (ec) {
-      if (peers_[static_cast<std::size_t>(peer)]->said_goodbye) return lose(peer, "its program finished", true);
+      const Peer& q = *peers_[static_cast<std::size_t>(peer)];
+      if (q.said_goodbye)
+        return lose(peer, q.goodbye_reason.empty() ? std::string(kFinished) : "its program ended " + q.goodbye_reason, true);
       return lose(peer, ec == asio::error::eof ? "connection closed by the peer" : "receive failed: " + ec.message());
     }
     std::string why;
     auto h = decode_header(peers_[static_cast<std::size_t>(peer)]->header_in.data(), &why);
     if (!h && why == "goodbye") {
-      peers_[static_cast<std::size_t>(peer)]->said_goodbye = true;
-      start_reading(peer);
+      Peer& q = *peers_[static_cast<std::size_t>(peer)];
+      q.said_goodbye = true;
+      const std::uint64_t n = header_payload_bytes(q.header_in.data());
+      if (n == 0 || n > kMaxGoodbyeBytes) return start_reading(peer);
+      q.goodbye_reason.resize(n);
+      asio::async_read(q.socket, asio::buffer(q.goodbye_reason), [this, peer, alive](const asio::error_code& e, std::size_t) {
+        if (!*alive) return;
+        if (e) return lose(peer, "its program ended (its goodbye was cut off)", true);
+        start_reading(peer);
+      });
       return;
     }
     if (h && (h->src != peer || h->dst != rank_))
@@ -364,21 +382,31 @@ void TcpTransport::lose(int peer, const std::string& why, bool clean) {
   p.lost = true;
   p.up = false;
   p.lost_why = why;
+  if (first_loss_.empty() && (!clean || why != kFinished)) first_loss_ = "after losing rank " + std::to_string(peer) + " (" + why + ")";
   asio::error_code ec;
   p.socket.close(ec);
   p.out.clear();
   to_sink([this, peer, why, clean] { sink_->on_peer_lost(peer, why, clean); });
 }
 
-void TcpTransport::shutdown(Nanos timeout) {
+void TcpTransport::shutdown(Nanos timeout, bool abandoned) {
   if (!*alive_) return;
+  if (abandoned) {
+    for (auto& peer : peers_) {
+      if (!peer || peer->lost) continue;
+      if (peer->writing) return close();  // mid-frame from a buffer that may be freed: cut it off
+      peer->out.clear();
+    }
+  }
   FrameHeader bye;
   bye.src = rank_;
+  const std::string reason = first_loss_.substr(0, kMaxGoodbyeBytes);
+  bye.bytes = reason.size();
   for (int p = 0; p < world_; ++p) {
     auto& peer = peers_[static_cast<std::size_t>(p)];
     if (!peer || peer->lost || !peer->up) continue;
     bye.dst = p;
-    Out o{encode(bye), {}, nullptr};
+    Out o{encode(bye), std::as_bytes(std::span(reason)), nullptr};
     o.header[5] = kGoodbyeKind;
     peer->out.push_back(o);
     write_next(p);

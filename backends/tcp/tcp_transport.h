@@ -81,7 +81,14 @@ class TcpTransport final : public Transport {
   void close();
   // Tells every peer this rank is done, flushes what is queued (for at most
   // `timeout`), then closes: peers then fail only what still waits for it.
-  void shutdown(Nanos timeout = 2'000'000'000);
+  // With `abandoned` (the program left ops in flight, now aborted), frames
+  // not yet started are dropped -- their buffers may be gone -- and a frame
+  // half written is cut off, which peers see as a lost connection.
+  void shutdown(Nanos timeout = 2'000'000'000, bool abandoned = false);
+
+  // Why this rank's program is ending badly ("with an error"), for its
+  // goodbye; a peer lost earlier takes precedence.
+  void note_failure(const std::string& reason);
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -110,6 +117,7 @@ class TcpTransport final : public Transport {
     std::string lost_why;  // why it was lost, when it was
     bool lost = false;
     bool said_goodbye = false;
+    std::string goodbye_reason;  // what it lost before it ended (empty: it finished)
     bool writing = false;
     std::deque<Out> out;
     std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
@@ -138,6 +146,9 @@ class TcpTransport final : public Transport {
   const int rank_, world_;
   const std::string token_;
   FrameSink* sink_ = nullptr;
+  // The first peer this rank lost without a goodbye, and why: the reason its
+  // own goodbye gives, so peers further on learn the root cause.
+  std::string first_loss_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
   std::shared_ptr<bool> alive_;               // handlers check it after close()

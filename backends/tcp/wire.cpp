@@ -105,6 +105,11 @@ std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h) {
   return out;
 }
 
+std::uint64_t header_payload_bytes(const std::uint8_t* bytes) {
+  Reader r{bytes + kHeaderBytes - 8};
+  return r.u64();
+}
+
 std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string* why) {
   Reader r{bytes};
   if (r.u32() != kFrameMagic) {

@@ -26,8 +26,12 @@ inline constexpr std::uint16_t kWireVersion = 2;
 inline constexpr std::size_t kHandshakeBytes = 32;
 inline constexpr std::size_t kHeaderBytes = 96;
 // A header whose kind byte is this is the transport's own "goodbye": the
-// sender's program finished and it is closing the connection on purpose.
+// sender's program ended and it is closing the connection on purpose. Its
+// `bytes` field is the length of a UTF-8 reason that follows (empty: it
+// finished; else how it ended, e.g. "after losing rank 3 (connection
+// closed by the peer)"), at most kMaxGoodbyeBytes.
 inline constexpr std::uint8_t kGoodbyeKind = 0xff;
+inline constexpr std::uint64_t kMaxGoodbyeBytes = 4096;
 // Frames larger than this are refused (a corrupt or hostile length).
 inline constexpr std::uint64_t kMaxFrameBytes = 1ull << 34;
 
@@ -47,5 +51,7 @@ std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h);
 // Empty, with `why` set, when the header is malformed (magic, version, kind,
 // dtype, length).
 std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string* why);
+// The header's `bytes` field, whatever its kind (a goodbye's reason length).
+std::uint64_t header_payload_bytes(const std::uint8_t* bytes);
 
 }  // namespace collie::tcp

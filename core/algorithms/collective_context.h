@@ -8,12 +8,16 @@
 //   - It combines operands in an order fixed by (group size, rank, count),
 //     never by arrival order, so results do not depend on timing or seed.
 //   - Step tags are unique per (sender, receiver) within one call.
+// Once the call has ended -- failed by a timeout, a lost peer or an abort --
+// every method that would touch a buffer throws the call's error instead:
+// its caller may already have freed the buffers.
 #pragma once
 
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "core/error.h"
 #include "core/frame.h"
 #include "core/group.h"
 #include "core/message_engine.h"
@@ -32,6 +36,9 @@ class CollectiveContext {
       : engine_(engine), t_(transport), ranks_(group.ranks), me_(group.my_rank), context_(group.coll_context),
         digest_(group.digest), fp_(fp), info_(std::move(info)), observer_(observer) {}
 
+  // The call's Work: once it has completed, the algorithm must stop.
+  void bind(std::shared_ptr<WorkState> outer) { outer_ = std::move(outer); }
+
   int size() const { return static_cast<int>(ranks_.size()); }
   int rank() const { return me_; }
   std::uint32_t context() const { return context_; }
@@ -46,6 +53,7 @@ class CollectiveContext {
   }
 
   Work send(int peer, int tag, TensorView buf) {
+    stop_if_ended();
     SendSpec s;
     s.dst = ranks_[static_cast<std::size_t>(peer)];
     s.context = context_;
@@ -63,10 +71,12 @@ class CollectiveContext {
 
   // dst = dst (op) src, charging this rank's compute time.
   Task<void> reduce_local(TensorView dst, TensorView src, ReduceOp op) {
+    stop_if_ended();
     if (dst.count) t_.reduce(dst.data, src.data, dst.count, dst.dtype, op);
     if (dst.bytes()) co_await ComputeTime{&t_, dst.bytes()};
   }
   void copy(TensorView dst, TensorView src) {
+    stop_if_ended();
     if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
   }
   // A scratch tensor in the transport's memory; `holder` keeps it alive.
@@ -84,6 +94,7 @@ class CollectiveContext {
     void await_resume() const noexcept {}
   };
   Work post_recv(int peer, int tag, TensorView buf, bool reduce, ReduceOp op) {
+    stop_if_ended();
     RecvSpec s;
     s.src = ranks_[static_cast<std::size_t>(peer)];
     s.context = context_;
@@ -96,8 +107,16 @@ class CollectiveContext {
     return Work(engine_.recv(s, info_));
   }
 
+  void stop_if_ended() const {
+    if (outer_ && outer_->completed)
+      std::rethrow_exception(outer_->error ? outer_->error
+                                           : std::make_exception_ptr(Error(ErrorKind::kUsage, info_->context({}),
+                                                                           "the call already ended")));
+  }
+
   MessageEngine& engine_;
   Transport& t_;
+  std::shared_ptr<WorkState> outer_;
   std::vector<int> ranks_;
   int me_;
   std::uint32_t context_;
