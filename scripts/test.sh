@@ -6,5 +6,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLIE_WERROR=ON -Wno-dev > /dev/null
 cmake --build build -j2
-cd build
-ctest --output-on-failure -j2 "$@"
+(cd build && ctest --output-on-failure -j2 "$@")
+
+# The TCP backend once more under AddressSanitizer and UndefinedBehaviorSanitizer:
+# the wire, rendezvous and auth tests, the random-point kill test (its rank
+# processes and the launcher sanitized too) and the soak.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -Wno-dev \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" > /dev/null
+cmake --build build-asan -j2 --target tcp_test tcp_kill_test tcp_soak_test chaos_rank collie
+(cd build-asan && ctest --output-on-failure -j2 -R '^(Wire|Tcp|Rendezvous|KillTest|TcpSoak)\.' "$@")
