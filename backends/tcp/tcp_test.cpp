@@ -2,6 +2,7 @@
 // a stranger's connection.
 #include "backends/tcp/tcp_transport.h"
 
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -82,6 +83,20 @@ struct World {
   }
 };
 
+// All-reduces rank+1 over the world; returns what rank `reader` got (NaN if the run failed).
+double sum_of_ranks_plus_one(World& w, int reader) {
+  LocalWorld world(w.transports(), CommunicatorOptions{});
+  double got = std::nan("");
+  auto res = world.run([&](Communicator& c) -> Task<void> {
+    Tensor t(DType::kFloat64, {1});
+    t.set(0, c.rank() + 1);
+    co_await c.all_reduce(t);
+    if (c.rank() == reader) got = t.get(0);
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  return got;
+}
+
 TEST(Tcp, ALostPeerFailsEveryOpWaitingOnItNamingTheRank) {
   World w(3);
   LocalWorld world(w.transports(), CommunicatorOptions{});
@@ -117,16 +132,7 @@ TEST(Tcp, AStrangersConnectionIsRefusedAndTheJobCarriesOn) {
   asio::ip::tcp::socket impostor(w.loop.io());
   impostor.connect({asio::ip::make_address("127.0.0.1"), w.ports[0]});
   asio::write(impostor, asio::buffer(encode(Handshake{kWireVersion, 0, 1, 2, 0})));
-  LocalWorld world(w.transports(), CommunicatorOptions{});
-  double got = 0;
-  auto res = world.run([&](Communicator& c) -> Task<void> {
-    Tensor t(DType::kFloat64, {3});
-    t.set(2, c.rank() + 1);
-    co_await c.all_reduce(t);
-    if (c.rank() == 0) got = t.get(2);
-  });
-  EXPECT_TRUE(res.ok()) << res.describe();
-  EXPECT_EQ(got, 3.0);
+  EXPECT_EQ(sum_of_ranks_plus_one(w, 0), 3.0);
 }
 
 // Records why a transport lost its peers.
@@ -157,16 +163,7 @@ TEST(Tcp, AConnectionWithoutTheJobTokenIsRefusedAndTheRealRankStillJoins) {
     }
   });
   for (const auto& why : log.lost) EXPECT_NE(why.find("wrong or missing job token"), std::string::npos) << why;
-  LocalWorld world(w.transports(), CommunicatorOptions{});
-  double got = 0;
-  auto res = world.run([&](Communicator& c) -> Task<void> {
-    Tensor t(DType::kFloat64, {1});
-    t.set(0, c.rank() + 1);
-    co_await c.all_reduce(t);
-    if (c.rank() == 2) got = t.get(0);
-  });
-  EXPECT_TRUE(res.ok()) << res.describe();
-  EXPECT_EQ(got, 6.0);
+  EXPECT_EQ(sum_of_ranks_plus_one(w, 2), 6.0);
 }
 
 TEST(Tcp, TheTokenNeverCrossesTheWire) {
