@@ -95,8 +95,8 @@ int run_in_process(const BenchCommand& c) {
   print_bench_table(std::cout, c.bench, c.nranks, what, rows);
   if (info->simulated) {
     std::printf("# simulated %llu events in %.2f s of wall time (%.0f events/s)\n",
-                static_cast<unsigned long long>(res.events), wall_s,
-                wall_s > 0 ? static_cast<double>(res.events) / wall_s : 0.0);
+                static_cast<unsigned long long>(backend->events()), wall_s,
+                wall_s > 0 ? static_cast<double>(backend->events()) / wall_s : 0.0);
   }
   return any_wrong(rows) ? kExitFailed : kExitOk;
 }
