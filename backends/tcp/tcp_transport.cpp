@@ -299,7 +299,7 @@ void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> pa
 
 void TcpTransport::write_next(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
-  if (p.writing || p.out.empty() || p.lost || !p.up) return;
+  if (p.writing || p.out.empty() || p.lost || !p.up || p.write_failed) return;
   p.writing = true;
   const Out& o = p.out.front();
   std::array<asio::const_buffer, 2> bufs = {asio::buffer(o.header), asio::buffer(o.payload.data(), o.payload.size())};
@@ -308,7 +308,13 @@ void TcpTransport::write_next(int peer) {
     if (!*alive) return;
     Peer& q = *peers_[static_cast<std::size_t>(peer)];
     q.writing = false;
-    if (ec) return lose(peer, "send failed: " + ec.message());
+    if (ec) {
+      // Read what the peer sent before it went (its goodbye names what it
+      // lost); the reader reports the loss when it reaches the end.
+      q.write_failed = true;
+      q.out.clear();
+      return;
+    }
     void* cookie = q.out.front().cookie;
     q.out.pop_front();
     if (cookie && sink_) sink_->on_send_complete(cookie);
@@ -392,10 +398,13 @@ void TcpTransport::lose(int peer, const std::string& why, bool clean) {
 void TcpTransport::shutdown(Nanos timeout, bool abandoned) {
   if (!*alive_) return;
   if (abandoned) {
-    for (auto& peer : peers_) {
+    for (int p = 0; p < world_; ++p) {
+      auto& peer = peers_[static_cast<std::size_t>(p)];
       if (!peer || peer->lost) continue;
-      if (peer->writing) return close();  // mid-frame from a buffer that may be freed: cut it off
       peer->out.clear();
+      // Mid-frame from a buffer that may be freed: cut this connection off;
+      // the other peers still get a goodbye naming what this rank lost.
+      if (peer->writing) lose(p, "cut off mid-frame at shutdown", true);
     }
   }
   FrameHeader bye;

@@ -119,6 +119,9 @@ class TcpTransport final : public Transport {
     bool said_goodbye = false;
     std::string goodbye_reason;  // what it lost before it ended (empty: it finished)
     bool writing = false;
+    // A write failed (the peer closed or reset): the reader, which sees the
+    // end of the stream after any goodbye the peer sent, reports the loss.
+    bool write_failed = false;
     std::deque<Out> out;
     std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
     Mac proof_in{}, proof_out{};
