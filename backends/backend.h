@@ -31,6 +31,7 @@ struct BackendOptions {
   sim::FaultPlan faults;      // faults to inject; backends that cannot inject them ignore them
   bool trace = false;         // record a trace (write_trace)
   sim::Explorer* explorer = nullptr;  // the simulator's scheduling choices (collie explore)
+  bool timing_only = false;   // payloads not materialised (simulated backends only; see sim/simulator.h)
 };
 
 class InProcessBackend {
@@ -55,6 +56,7 @@ struct BackendInfo {
   std::string description;  // one line
   std::string selection;    // how a user selects it
   bool simulated = false;   // virtual time and trace hashes are meaningful
+  bool timing_only = false; // honours BackendOptions::timing_only
   std::function<std::unique_ptr<InProcessBackend>(const BackendOptions&)> create;
 };
 

@@ -18,6 +18,7 @@ class SimBackend final : public InProcessBackend {
   explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network, o.faults) {
     if (o.trace) sim_.enable_trace();
     if (o.explorer) sim_.set_explorer(o.explorer);
+    sim_.set_timing_only(o.timing_only);
   }
   Transport& transport(int rank) override { return sim_.transport(rank); }
   std::uint64_t trace_hash() const override { return sim_.trace_hash(); }
@@ -47,6 +48,7 @@ BackendRegistry& BackendRegistry::builtin() {
     sim.description = "deterministic simulated network: virtual time, alpha-beta-gamma costs, one seed";
     sim.selection = "--backend sim (the default); the scenario's network: section sets the cost model";
     sim.simulated = true;
+    sim.timing_only = true;
     sim.create = [](const BackendOptions& o) { return std::make_unique<SimBackend>(o); };
     reg->add(std::move(sim));
     tcp::register_tcp_backend(*reg);

@@ -14,12 +14,13 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::kBinomialTree: return "binomial_tree";
     case Algorithm::kLinear: return "linear";
     case Algorithm::kDissemination: return "dissemination";
+    case Algorithm::kBruck: return "bruck";
   }
   return "?";
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Algorithm::kDissemination); ++i) {
+  for (int i = 0; i <= static_cast<int>(Algorithm::kBruck); ++i) {
     auto a = static_cast<Algorithm>(i);
     if (algorithm_name(a) == name) return a;
   }
@@ -36,7 +37,7 @@ std::vector<Algorithm> algorithms_for(CollectiveKind op) {
     case CollectiveKind::kGather:
       return {Algorithm::kBinomialTree, Algorithm::kLinear};
     case CollectiveKind::kAllGather:
-      return {Algorithm::kRing};
+      return {Algorithm::kRing, Algorithm::kBruck};
     case CollectiveKind::kBarrier:
       return {Algorithm::kDissemination};
     case CollectiveKind::kNone:
@@ -64,7 +65,7 @@ Algorithm select_algorithm(CollectiveKind op, std::size_t bytes, int n, const Al
       return bytes * static_cast<std::size_t>(n) <= sel.scatter_tree_total_bytes ? Algorithm::kBinomialTree
                                                                                   : Algorithm::kLinear;
     case CollectiveKind::kAllGather:
-      return Algorithm::kRing;
+      return bytes >= sel.allgather_ring_block_bytes ? Algorithm::kRing : Algorithm::kBruck;
     case CollectiveKind::kBarrier:
       return Algorithm::kDissemination;
     case CollectiveKind::kNone:

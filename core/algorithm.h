@@ -26,6 +26,7 @@ enum class Algorithm : std::uint8_t {
   kBinomialTree = 4,       // broadcast, reduce, scatter, gather
   kLinear = 5,             // broadcast, reduce, scatter, gather: root talks to everyone
   kDissemination = 6,      // barrier
+  kBruck = 7,              // all_gather in ceil(log2 n) steps, any n (latency bound, and at scale)
 };
 
 std::string_view algorithm_name(Algorithm a);  // "ring", "halving_doubling", ...
@@ -42,6 +43,9 @@ struct AlgorithmSelection {
   // all_reduce whose per-rank chunk (bytes / group size) is at least this uses
   // the pipelined ring; between the two, halving-doubling.
   std::size_t allreduce_ring_chunk_bytes = 64 * 1024;
+  // all_gather whose per-rank block is at least this uses the ring (n-1
+  // steps that pipeline well); smaller blocks use Bruck (ceil(log2 n) steps).
+  std::size_t allgather_ring_block_bytes = 64 * 1024;
   // scatter/gather moving at most this many bytes in total use the binomial
   // tree; above it, linear (the tree would copy large blocks twice).
   std::size_t scatter_tree_total_bytes = 64 * 1024;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/algorithms/algorithms.h"
@@ -25,8 +27,8 @@ std::string group_name(int id, const std::vector<int>& ranks) {
 
 // Group rank of `global` in g, -1 if it is not a member.
 int index_in(const GroupState& g, int global) {
-  auto it = std::lower_bound(g.ranks.begin(), g.ranks.end(), global);
-  return (it != g.ranks.end() && *it == global) ? static_cast<int>(it - g.ranks.begin()) : -1;
+  auto it = std::lower_bound(g.ranks().begin(), g.ranks().end(), global);
+  return (it != g.ranks().end() && *it == global) ? static_cast<int>(it - g.ranks().begin()) : -1;
 }
 
 }  // namespace
@@ -42,6 +44,25 @@ std::uint64_t group_digest(const std::vector<int>& sorted_ranks) {
   mix(sorted_ranks.size());
   for (int r : sorted_ranks) mix(static_cast<std::uint64_t>(r));
   return h;
+}
+
+std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest) {
+  // Interned per world size: a simulated job of n ranks holds one list of n
+  // ranks, not n of them. Guarded because in-process TCP ranks are threads.
+  static std::mutex mu;
+  static std::map<int, std::pair<std::weak_ptr<const std::vector<int>>, std::uint64_t>> interned;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [weak, d] = interned[world_size];
+  auto list = weak.lock();
+  if (!list) {
+    auto fresh = std::make_shared<std::vector<int>>(static_cast<std::size_t>(world_size));
+    for (int i = 0; i < world_size; ++i) (*fresh)[static_cast<std::size_t>(i)] = i;
+    d = group_digest(*fresh);
+    list = std::move(fresh);
+    weak = list;
+  }
+  *digest = d;
+  return list;
 }
 
 int Group::group_rank_of(int global_rank) const { return index_in(*s_, global_rank); }
@@ -176,12 +197,10 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
       engine_(transport, options.eager_threshold_bytes) {
   auto w = std::make_shared<GroupState>();
   w->id = 0;
-  w->ranks.resize(static_cast<std::size_t>(world_size_));
-  for (int i = 0; i < world_size_; ++i) w->ranks[static_cast<std::size_t>(i)] = i;
+  w->members = world_members(world_size_, &w->digest);
   w->my_rank = rank_;
   w->p2p_context = 0;
   w->coll_context = 1;
-  w->digest = group_digest(w->ranks);
   w->name = "world";
   engine_.register_context(w->p2p_context, w->digest, w->name);
   engine_.register_context(w->coll_context, w->digest, w->name);
@@ -218,11 +237,11 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns) {
   if (dup != ranks.end()) invalid("new_group", w, "rank " + std::to_string(*dup) + " is listed twice");
   auto g = std::make_shared<GroupState>();
   g->id = ++groups_created_;
-  g->ranks = std::move(ranks);
+  g->digest = group_digest(ranks);
+  g->name = group_name(g->id, ranks);
+  g->members = std::make_shared<const std::vector<int>>(std::move(ranks));
   g->p2p_context = static_cast<std::uint32_t>(2 * g->id);
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
-  g->digest = group_digest(g->ranks);
-  g->name = group_name(g->id, g->ranks);
   g->my_rank = index_in(*g, rank_);
   g->timeout_ns = timeout_ns;
   engine_.register_context(g->p2p_context, g->digest, g->name);
@@ -241,10 +260,10 @@ int Communicator::group_rank(const Group& g, int global) const {
 
 int Communicator::global_rank(const Group& g, int group_rank) const {
   const GroupState& s = resolve(g);
-  if (group_rank < 0 || group_rank >= static_cast<int>(s.ranks.size()))
+  if (group_rank < 0 || group_rank >= static_cast<int>(s.ranks().size()))
     invalid("global_rank", s, "group rank " + std::to_string(group_rank) + " is out of range for " + s.name +
-                                  " of size " + std::to_string(s.ranks.size()));
-  return s.ranks[static_cast<std::size_t>(group_rank)];
+                                  " of size " + std::to_string(s.ranks().size()));
+  return s.ranks()[static_cast<std::size_t>(group_rank)];
 }
 
 // ---- point-to-point ---------------------------------------------------------
@@ -267,7 +286,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     if (peer < 0 || peer >= world_size_)
       invalid(op, g, std::string(what) + " " + std::to_string(peer) + " is out of range for world size " +
                          std::to_string(world_size_));
-    if (!std::binary_search(g.ranks.begin(), g.ranks.end(), peer))
+    if (!std::binary_search(g.ranks().begin(), g.ranks().end(), peer))
       invalid(op, g, std::string(what) + " " + std::to_string(peer) + " is not a member of " + g.name, {peer});
   }
   if (is_send && blocking && peer == rank_)
@@ -307,7 +326,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
 void Communicator::check_root(const std::string& op, const GroupState& g, int root) const {
   if (root < 0 || root >= world_size_)
     invalid(op, g, "root " + std::to_string(root) + " is out of range for world size " + std::to_string(world_size_));
-  if (!std::binary_search(g.ranks.begin(), g.ranks.end(), root))
+  if (!std::binary_search(g.ranks().begin(), g.ranks().end(), root))
     invalid(op, g, "root " + std::to_string(root) + " is not a member of " + g.name, {root});
 }
 
@@ -319,7 +338,7 @@ Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const
     if (o.algorithm != Algorithm::kAuto)
       invalid(op, g, std::string("algorithm '") + std::string(algorithm_name(a)) + "' does not implement " + op);
   }
-  return select_algorithm(kind, bytes, static_cast<int>(g.ranks.size()), opts_.selection);
+  return select_algorithm(kind, bytes, static_cast<int>(g.ranks().size()), opts_.selection);
 }
 
 namespace {
@@ -347,7 +366,7 @@ Work Communicator::launch(CollectiveCall call) {
   outer->posted_at = t_.now();
   outer->description = "rank " + std::to_string(rank_) + ": " + describe_call(call.fp) + " on " + g.name;
   watch(info, outer, g, call.timeout_ns, true);
-  engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.ranks);
+  engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
   auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info, opts_.observer);
   ctx->bind(outer);
@@ -379,7 +398,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("reduce", g, *why);
   const Algorithm a = choose("reduce", CollectiveKind::kReduce, g, t.bytes(), o);
   const int root = index_in(g, dst);
-  const int n = static_cast<int>(g.ranks.size());
+  const int n = static_cast<int>(g.ranks().size());
   CollectiveCall call{"reduce", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kReduce, op, static_cast<std::uint8_t>(a), t.dtype, dst, ++g.coll_seq,
                         t.count};
@@ -402,7 +421,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   if (g.my_rank < 0) return completed_work(&t_, true, "all_reduce on " + g.name + ": not a member");
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("all_reduce", g, *why);
   const Algorithm a = choose("all_reduce", CollectiveKind::kAllReduce, g, t.bytes(), o);
-  const int n = static_cast<int>(g.ranks.size());
+  const int n = static_cast<int>(g.ranks().size());
   CollectiveCall call{"all_reduce", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kAllReduce, op, static_cast<std::uint8_t>(a), t.dtype, -1, ++g.coll_seq,
                         t.count};
@@ -426,7 +445,7 @@ Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> 
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "scatter on " + g.name + ": not a member");
   check_root("scatter", g, src);
-  const int n = static_cast<int>(g.ranks.size());
+  const int n = static_cast<int>(g.ranks().size());
   if (rank_ == src) {
     if (static_cast<int>(list.size()) != n)
       invalid("scatter", g, "scatter_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
@@ -458,7 +477,7 @@ Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> li
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "gather on " + g.name + ": not a member");
   check_root("gather", g, dst);
-  const int n = static_cast<int>(g.ranks.size());
+  const int n = static_cast<int>(g.ranks().size());
   if (rank_ == dst) {
     if (static_cast<int>(list.size()) != n)
       invalid("gather", g, "gather_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
@@ -489,7 +508,7 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
                               CollectiveOptions o) {
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "all_gather on " + g.name + ": not a member");
-  const int n = static_cast<int>(g.ranks.size());
+  const int n = static_cast<int>(g.ranks().size());
   if (static_cast<int>(list.size()) != n)
     invalid("all_gather", g, "tensor_list has " + std::to_string(list.size()) + " tensors but " + g.name + " has " +
                                  std::to_string(n) + " ranks");
@@ -497,12 +516,30 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
     if (list[i].dtype != in.dtype || list[i].count != in.count)
       invalid("all_gather", g, "tensor_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                    " but the input tensor is " + describe_tensor(in));
+  return launch_all_gather(g, algorithms::GatherBlocks(std::vector<TensorView>(list.begin(), list.end())), in, o);
+}
+
+Work Communicator::all_gather_into_tensor(TensorView out, TensorView in, const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "all_gather_into_tensor on " + g.name + ": not a member");
+  const std::size_t n = g.ranks().size();
+  if (out.dtype != in.dtype || out.count != n * in.count)
+    invalid("all_gather_into_tensor", g, "the output tensor is " + describe_tensor(out) + " but " + g.name + " has " +
+                                             std::to_string(n) + " ranks and the input tensor is " +
+                                             describe_tensor(in) + " (the output needs " +
+                                             std::to_string(n * in.count) + " elements of its dtype)");
+  return launch_all_gather(g, algorithms::GatherBlocks(out, in.count), in, o);
+}
+
+Work Communicator::launch_all_gather(GroupState& g, algorithms::GatherBlocks out, TensorView in,
+                                     const CollectiveOptions& o) {
   const Algorithm a = choose("all_gather", CollectiveKind::kAllGather, g, in.bytes(), o);
   CollectiveCall call{"all_gather", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kAllGather, ReduceOp::kSum, static_cast<std::uint8_t>(a), in.dtype, -1,
                         ++g.coll_seq, in.count};
-  std::vector<TensorView> l(list.begin(), list.end());
-  call.body = [in, l](CollectiveContext& c) { return algorithms::ring_all_gather(c, l, in); };
+  call.body = [in, out = std::move(out), a](CollectiveContext& c) {
+    return a == Algorithm::kBruck ? algorithms::bruck_all_gather(c, out, in) : algorithms::ring_all_gather(c, out, in);
+  };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call));
 }

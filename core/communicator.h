@@ -37,6 +37,10 @@
 #include "core/transport.h"
 #include "core/work.h"
 
+namespace collie::algorithms {
+class GatherBlocks;
+}
+
 namespace collie {
 
 struct CommunicatorOptions {
@@ -113,6 +117,11 @@ class Communicator {
   // tensor_list: exactly group-size tensors, on every rank.
   Work all_gather(std::span<const TensorView> tensor_list, TensorView in, const Group& g = {},
                   CollectiveOptions o = {});
+  // torch's all_gather_into_tensor (NCCL's ncclAllGather): `out` holds
+  // group-size * in.count elements of in's dtype; group rank i's input lands
+  // in elements [i * in.count, (i+1) * in.count). Same fingerprint as
+  // all_gather, so the two forms interoperate across ranks.
+  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g = {}, CollectiveOptions o = {});
   Work barrier(const Group& g = {}, CollectiveOptions o = {});
 
   // ---- introspection -----------------------------------------------------
@@ -133,6 +142,7 @@ class Communicator {
   const GroupState& resolve(const Group& g) const;
   Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g);
   Work launch(CollectiveCall call);
+  Work launch_all_gather(GroupState& g, algorithms::GatherBlocks out, TensorView in, const CollectiveOptions& o);
   std::shared_ptr<OpInfo> new_op(const std::string& op, const GroupState& g, std::int64_t seq);
   // Observer calls and the timeout timer of an op about to start.
   void watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w, const GroupState& g,

@@ -21,7 +21,10 @@ namespace collie {
 
 struct GroupState {
   int id = 0;                   // 0 is the world; k is the k-th new_group()
-  std::vector<int> ranks;       // sorted global ranks
+  // Sorted global ranks, immutable and shared: every communicator of one
+  // process with the same world size shares one world list, and collective
+  // calls hold it without copying (memory stays O(ranks) at any scale).
+  std::shared_ptr<const std::vector<int>> members;
   int my_rank = -1;             // the owner's group rank, -1 if not a member
   std::uint32_t p2p_context = 0;
   std::uint32_t coll_context = 0;
@@ -30,6 +33,8 @@ struct GroupState {
   std::uint64_t p2p_seq = 0;    // point-to-point ops issued so far
   std::string name;             // "world" or "group 1 {0,1}"
   std::int64_t timeout_ns = 0;  // ops on this group time out after this; 0: the communicator's
+
+  const std::vector<int>& ranks() const { return *members; }
 };
 
 class Group {
@@ -39,15 +44,15 @@ class Group {
 
   bool is_world_default() const { return !s_; }
   // Only valid on a resolved group (one returned by new_group() or world()).
-  int size() const { return static_cast<int>(s_->ranks.size()); }
+  int size() const { return static_cast<int>(s_->ranks().size()); }
   int rank() const { return s_->my_rank; }  // -1 for a non-member
   bool is_member() const { return s_->my_rank >= 0; }
-  const std::vector<int>& ranks() const { return s_->ranks; }
+  const std::vector<int>& ranks() const { return s_->ranks(); }
   const std::string& name() const { return s_->name; }
   // Group rank of a global rank, -1 if it is not a member.
   int group_rank_of(int global_rank) const;
   // Global rank of a group rank; requires 0 <= group_rank < size().
-  int global_rank_of(int group_rank) const { return s_->ranks[static_cast<std::size_t>(group_rank)]; }
+  int global_rank_of(int group_rank) const { return s_->ranks()[static_cast<std::size_t>(group_rank)]; }
 
   GroupState* state() const { return s_.get(); }
 
@@ -57,5 +62,9 @@ class Group {
 
 // Order-sensitive FNV-1a over the sorted member list.
 std::uint64_t group_digest(const std::vector<int>& sorted_ranks);
+
+// The world's member list {0, ..., world_size-1}, shared by every caller
+// with the same size, and its digest (stored in *digest). Thread-safe.
+std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest);
 
 }  // namespace collie

@@ -203,7 +203,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
     if (w.peer == peer && w.seq != 0) calls.insert({w.context, w.seq});
   if (!clean)
     for (const auto& [key, a] : active_)
-      if (std::find(a.members.begin(), a.members.end(), peer) != a.members.end()) calls.insert(key);
+      if (a.members && std::binary_search(a.members->begin(), a.members->end(), peer)) calls.insert(key);
   for (const auto& [ctx, seq] : calls) {
     auto it = active_.find({ctx, seq});
     fail_collective(ctx, seq, error_for(it != active_.end() ? it->second.info : nullptr));
@@ -343,16 +343,17 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
 
 void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
                                      std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
-                                     const std::vector<int>& members) {
-  for (int m : members) {
-    if (!lost_peers_.count(m)) continue;
+                                     std::shared_ptr<const std::vector<int>> members) {
+  // Lost peers are few; members may be the whole world (sorted).
+  for (int m : lost_peers_) {
+    if (!members || !std::binary_search(members->begin(), members->end(), m)) continue;
     OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
     outer->finish(std::make_exception_ptr(
         Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + lost_why_[m])));
     return;
   }
   ActiveCollective& a = active_[{context, fp.seq}];
-  a.members = members;
+  a.members = std::move(members);
   a.fp = fp;
   a.group_digest = group_digest;
   a.outer = std::move(outer);

@@ -84,7 +84,7 @@ class MessageEngine final : public FrameSink {
   // call fails naming it.
   void begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,
                         std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
-                        const std::vector<int>& members = {});
+                        std::shared_ptr<const std::vector<int>> members = nullptr);
   void end_collective(std::uint32_t context, std::uint64_t seq);
 
   // Declares that `context` belongs to a group with this membership digest
@@ -172,7 +172,7 @@ class MessageEngine final : public FrameSink {
     std::shared_ptr<void> keepalive;  // owns buf's memory for control frames
   };
   struct ActiveCollective {
-    std::vector<int> members;
+    std::shared_ptr<const std::vector<int>> members;  // sorted; null: none
     Fingerprint fp;
     std::uint64_t group_digest = 0;
     std::shared_ptr<WorkState> outer;

@@ -8,13 +8,22 @@
 
 namespace collie {
 
-Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor Tensor::phantom(DType dtype, std::vector<std::int64_t> shape) { return Tensor(dtype, std::move(shape), false); }
+
+void Tensor::require_memory() const {
+  if (!storage_) throw std::logic_error("a timing-only tensor has no elements to read or write");
+}
+
+Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate) : dtype_(dtype), shape_(std::move(shape)) {
   std::size_t n = 1;
   for (std::int64_t d : shape_) {
     if (d < 0) throw std::invalid_argument("tensor dimension is negative");
     n *= static_cast<std::size_t>(d);
   }
   count_ = n;
+  if (!allocate) return;
   const std::size_t bytes = count_ * dtype_size(dtype_);
   // 64-byte aligned and zeroed; at least one byte so data() is never null.
   const std::size_t alloc = (bytes + 63) / 64 * 64 + 64;
@@ -25,6 +34,7 @@ Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), sh
 }
 
 double Tensor::get(std::size_t i) const {
+  require_memory();
   switch (dtype_) {
     case DType::kFloat16: return as<Half>()[i].to_float();
     case DType::kBFloat16: return as<BFloat16>()[i].to_float();
@@ -51,6 +61,7 @@ T wrap_to(double v) {
 }  // namespace
 
 void Tensor::set(std::size_t i, double v) {
+  require_memory();
   switch (dtype_) {
     case DType::kFloat16: as<Half>()[i] = Half::from_float(static_cast<float>(v)); break;
     case DType::kBFloat16: as<BFloat16>()[i] = BFloat16::from_float(static_cast<float>(v)); break;
@@ -65,11 +76,13 @@ void Tensor::set(std::size_t i, double v) {
 }
 
 std::int64_t Tensor::get_int(std::size_t i) const {
+  require_memory();
   if (dtype_ == DType::kInt64) return as<std::int64_t>()[i];
   return static_cast<std::int64_t>(get(i));
 }
 
 void Tensor::set_int(std::size_t i, std::int64_t v) {
+  require_memory();
   switch (dtype_) {
     case DType::kInt64: as<std::int64_t>()[i] = v; break;
     case DType::kInt32: as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;

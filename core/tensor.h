@@ -44,6 +44,11 @@ class Tensor {
   static Tensor zeros(DType dtype, std::vector<std::int64_t> shape) {
     return Tensor(dtype, std::move(shape));
   }
+  // A tensor with a dtype and shape but no memory, for timing-only
+  // simulation (sim/simulator.h): its view's data is null, and get()/set()
+  // throw std::logic_error.
+  static Tensor phantom(DType dtype, std::vector<std::int64_t> shape);
+  bool materialized() const { return storage_ != nullptr; }
 
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
@@ -74,6 +79,9 @@ class Tensor {
   }
 
  private:
+  Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate);
+  void require_memory() const;
+
   DType dtype_ = DType::kFloat32;
   std::vector<std::int64_t> shape_;
   std::size_t count_ = 0;

@@ -9,6 +9,18 @@
 // `inter` otherwise. Ranks r and r' share a node when
 // r / ranks_per_node == r' / ranks_per_node. Reducing B bytes costs
 // B / reduce_bandwidth of the rank's compute time, one reduction at a time.
+//
+// CPU-bound mode (cpu_bound: true), for transports whose bytes are moved by
+// the ranks' own CPUs (TCP over loopback, shared memory): a rank has one
+// timeline for its sends, receives and reductions, and a node runs at most
+// cores_per_node of them at once. A message of B bytes costs
+//   d = overhead + B / bandwidth
+// of the sender's CPU from start = max(t, cpu_free[s]) (a rendezvous's RTS
+// and CTS frames cost no overhead: they belong to their message), and d of the
+// receiver's CPU from max(start + overhead + alpha, cpu_free[d]) -- pipelined
+// with the sender: it arrives at max(that + d, start + d + alpha).
+// So a one-way stream of B-byte messages moves at bandwidth, while two ranks
+// exchanging at once each take 2d (both directions share one CPU).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +46,11 @@ struct NetworkModel {
   // Each message's alpha is scaled by 1 + jitter_fraction * U[0,1), drawn
   // from the run's seed: different seeds explore different interleavings.
   double jitter_fraction = 0.1;
+
+  // CPU-bound transfers (see above); off: the NIC model.
+  bool cpu_bound = false;
+  double overhead_us = 0;   // cpu_bound: CPU time per message at each end, microseconds
+  int cores_per_node = 0;   // cpu_bound: ranks of a node running at once; 0: one core per rank
 };
 
 }  // namespace collie::sim

@@ -45,6 +45,20 @@ class Simulator::Endpoint final : public Transport {
   Nanos now() const override { return sim_.local_time(rank_, sim_.now_); }
   FrameSink* sink() const { return sink_; }
 
+  // Memory: skipped in timing-only mode, where tensors have no bytes.
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (!sim_.timing_only_) Transport::copy(dst, src, bytes);
+  }
+  void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) override {
+    if (!sim_.timing_only_) Transport::reduce(dst, src, count, dtype, op);
+  }
+  void finish_average(void* dst, std::size_t count, DType dtype, int divisor) override {
+    if (!sim_.timing_only_) Transport::finish_average(dst, count, dtype, divisor);
+  }
+  std::shared_ptr<std::byte> allocate(std::size_t bytes) override {
+    return sim_.timing_only_ ? nullptr : Transport::allocate(bytes);
+  }
+
  private:
   Simulator& sim_;
   const int rank_;
@@ -179,13 +193,29 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
       alpha += d.added_latency_us * 1000.0;
     }
   }
-  const Nanos start = explorer_ ? now_ : std::max(now_, nic_free_[s]);
-  const Nanos inject =
+  Nanos start = explorer_ ? now_ : std::max(now_, nic_free_[s]);
+  Nanos inject =
       explorer_ ? 0 : static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(h.bytes, bandwidth)) * slow_[s]));
-  nic_free_[s] = start + inject;
   if (explorer_) alpha = 0;
   if (model_.jitter_fraction > 0 && !explorer_) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
-  Nanos arrival = start + inject + static_cast<Nanos>(std::llround(alpha));
+  const Nanos alpha_ns = static_cast<Nanos>(std::llround(alpha));
+  Nanos arrival = start + inject + alpha_ns;
+  if (model_.cpu_bound && !explorer_) {
+    const auto d = static_cast<std::size_t>(h.dst);
+    // The overhead is per message; a rendezvous's RTS and CTS are header
+    // frames the transport handles within the message's own processing.
+    const bool control = h.kind == FrameKind::kRts || h.kind == FrameKind::kCts;
+    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(model_.overhead_us * 1000.0));
+    const Nanos dur = o + inject;
+    start = claim_core(src, std::max(now_, cpu_free_[s]), dur);
+    cpu_free_[s] = start + dur;
+    inject = dur;
+    const Nanos rx_dur = static_cast<Nanos>(std::llround(static_cast<double>(dur) * slow_[d] / slow_[s]));
+    const Nanos rx_start = claim_core(h.dst, std::max(start + o + alpha_ns, cpu_free_[d]), rx_dur);
+    arrival = std::max(rx_start + rx_dur, start + dur + alpha_ns);
+    cpu_free_[d] = arrival;
+  }
+  nic_free_[s] = start + inject;
 
   // Message faults, in plan order.
   const bool first_frame = h.kind == FrameKind::kEager || h.kind == FrameKind::kRts;
@@ -244,7 +274,8 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   // buffer of a real transport) and the send completes at injection; larger
   // ones are read from the sender's buffer at delivery, and the send completes
   // then, so the simulator holds no copy of them.
-  if (payload.size() <= model_.eager_threshold_bytes) {
+  if (timing_only_ && (h.kind == FrameKind::kEager || h.kind == FrameKind::kData)) payload = {};
+  if (h.bytes <= model_.eager_threshold_bytes) {
     f.copy.assign(payload.begin(), payload.end());
     f.complete_on_delivery = false;
     if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
@@ -278,15 +309,28 @@ std::uint32_t Simulator::alloc_frame() {
   return static_cast<std::uint32_t>(frames_in_flight_.size() - 1);
 }
 
+Nanos Simulator::claim_core(int rank, Nanos t, Nanos dur) {
+  if (model_.cores_per_node <= 0) return t;
+  const int per = model_.ranks_per_node > 0 ? model_.ranks_per_node : world_size_;
+  const auto node = static_cast<std::size_t>(rank / per);
+  if (core_free_.size() <= node) core_free_.resize(node + 1);
+  auto& cores = core_free_[node];
+  if (cores.empty()) cores.assign(static_cast<std::size_t>(model_.cores_per_node), 0);
+  auto first = std::min_element(cores.begin(), cores.end());
+  const Nanos at = std::max(t, *first);
+  *first = at + dur;
+  return at;
+}
+
 void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h) {
   if (explorer_) {
     push(now_, EventKind::kResume, rank, h.address());
     return;
   }
   Nanos& cpu = cpu_free_[static_cast<std::size_t>(rank)];
-  cpu = std::max(now_, cpu) +
-        static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, model_.reduce_GBps)) *
-                                        slow_[static_cast<std::size_t>(rank)]));
+  const Nanos dur = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, model_.reduce_GBps)) *
+                                                    slow_[static_cast<std::size_t>(rank)]));
+  cpu = claim_core(rank, std::max(now_, cpu), dur) + dur;
   push(cpu, EventKind::kResume, rank, h.address());
 }
 

@@ -69,6 +69,17 @@ class Simulator final : public OpObserver {
   // Hands the run's scheduling choices to `e` (see explorer.h): time
   // collapses and delivery order is chosen, not drawn. Set before running.
   void set_explorer(Explorer* e) { explorer_ = e; }
+
+  // Timing-only mode: payloads are not materialised. Tensors may have no
+  // memory (data == nullptr): every rank's copy(), reduce() and
+  // finish_average() do nothing, allocate() returns null, and data frames
+  // (eager and rendezvous) are delivered with an empty payload. Everything
+  // else is unchanged -- costs (header.bytes), matching, ordering, header
+  // checks, faults, the trace hash -- so virtual times equal those of a
+  // materialised run. Memory is O(ranks + frames in flight) whatever the
+  // message sizes. Set before running.
+  void set_timing_only(bool on) { timing_only_ = on; }
+  bool timing_only() const { return timing_only_; }
   const TraceRecorder* trace() const { return trace_.get(); }
 
   // OpObserver: crash faults that target ops and steps; the trace.
@@ -126,6 +137,10 @@ class Simulator final : public OpObserver {
   std::uint64_t order_ = 0;
   Nanos now_ = 0;
   std::vector<Nanos> clocks_, nic_free_, cpu_free_;
+  std::vector<std::vector<Nanos>> core_free_;  // cpu_bound with cores_per_node: per node, per core
+  // cpu_bound: the earliest start at or after `t` of a `dur`-long job on
+  // rank r's node (taking the core that frees first).
+  Nanos claim_core(int rank, Nanos t, Nanos dur);
   std::vector<InFlight> frames_in_flight_;
   std::vector<std::uint32_t> free_frames_;
   std::uint64_t hash_ = 1469598103934665603ull;
@@ -141,6 +156,7 @@ class Simulator final : public OpObserver {
   std::unique_ptr<TraceRecorder> trace_;
   std::uint64_t next_message_id_ = 1;
   Explorer* explorer_ = nullptr;
+  bool timing_only_ = false;
   bool pop_explored(Event& out);
 };
 

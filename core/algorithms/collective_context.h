@@ -33,13 +33,13 @@ class CollectiveContext {
  public:
   CollectiveContext(MessageEngine& engine, Transport& transport, const GroupState& group, const Fingerprint& fp,
                     std::shared_ptr<OpInfo> info, OpObserver* observer = nullptr)
-      : engine_(engine), t_(transport), ranks_(group.ranks), me_(group.my_rank), context_(group.coll_context),
+      : engine_(engine), t_(transport), ranks_(group.members), me_(group.my_rank), context_(group.coll_context),
         digest_(group.digest), fp_(fp), info_(std::move(info)), observer_(observer) {}
 
   // The call's Work: once it has completed, the algorithm must stop.
   void bind(std::shared_ptr<WorkState> outer) { outer_ = std::move(outer); }
 
-  int size() const { return static_cast<int>(ranks_.size()); }
+  int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
   std::uint32_t context() const { return context_; }
   std::uint64_t seq() const { return fp_.seq; }
@@ -55,7 +55,7 @@ class CollectiveContext {
   Work send(int peer, int tag, TensorView buf) {
     stop_if_ended();
     SendSpec s;
-    s.dst = ranks_[static_cast<std::size_t>(peer)];
+    s.dst = (*ranks_)[static_cast<std::size_t>(peer)];
     s.context = context_;
     s.group_digest = digest_;
     s.tag = tag;
@@ -96,7 +96,7 @@ class CollectiveContext {
   Work post_recv(int peer, int tag, TensorView buf, bool reduce, ReduceOp op) {
     stop_if_ended();
     RecvSpec s;
-    s.src = ranks_[static_cast<std::size_t>(peer)];
+    s.src = (*ranks_)[static_cast<std::size_t>(peer)];
     s.context = context_;
     s.group_digest = digest_;
     s.tag = tag;
@@ -117,7 +117,7 @@ class CollectiveContext {
   MessageEngine& engine_;
   Transport& t_;
   std::shared_ptr<WorkState> outer_;
-  std::vector<int> ranks_;
+  std::shared_ptr<const std::vector<int>> ranks_;  // the group's global ranks
   int me_;
   std::uint32_t context_;
   std::uint64_t digest_;

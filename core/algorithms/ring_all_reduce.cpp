@@ -8,6 +8,9 @@
 // k-1, in both phases (and across the phase boundary).
 #include "core/algorithms/algorithms.h"
 
+#include <iterator>
+#include <map>
+
 namespace collie::algorithms {
 
 namespace {
@@ -43,7 +46,17 @@ Task<void> ring_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op, std:
   auto send_chunk = [&](int k) { return k < n - 1 ? mod(r - k, n) : mod(r + 1 - (k - (n - 1)), n); };
   auto recv_chunk = [&](int k) { return k < n - 1 ? mod(r - k - 1, n) : mod(r - (k - (n - 1)), n); };
 
-  std::vector<std::vector<Work>> sends(static_cast<std::size_t>(steps));
+  // Sends still in flight, by step. Steps whose sends all completed are
+  // dropped as the ring advances, so a rank holds O(segments) Works, not
+  // O(n * segments), whatever the ring's length.
+  std::map<int, std::vector<Work>> sends;
+  auto drop_completed = [&sends] {
+    for (auto it = sends.begin(); it != sends.end();) {
+      bool done = true;
+      for (const Work& w : it->second) done = done && w.is_success();
+      it = done ? sends.erase(it) : std::next(it);
+    }
+  };
   std::vector<Work> prev_recvs, cur_recvs;
   for (int k = 0; k < steps; ++k) {
     c.step(k < n - 1 ? "reduce_scatter" : "all_gather", k < n - 1 ? k : k - (n - 1));
@@ -51,8 +64,9 @@ Task<void> ring_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op, std:
       // The all-gather overwrites the chunk sent at step k-(n-1) of the
       // reduce-scatter: that send must be done (it is, causally; this makes
       // it explicit for transports that read send buffers late).
-      for (Work& w : sends[static_cast<std::size_t>(k - (n - 1))]) co_await w;
+      if (auto it = sends.find(k - (n - 1)); it != sends.end()) co_await wait_all(it->second);
     }
+    drop_completed();
     cur_recvs.clear();
     for (int j = 0; j < nseg; ++j) {
       const int tag = k * nseg + j;
@@ -61,12 +75,12 @@ Task<void> ring_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op, std:
     }
     for (int j = 0; j < nseg; ++j) {
       if (k > 0) co_await prev_recvs[static_cast<std::size_t>(j)];
-      sends[static_cast<std::size_t>(k)].push_back(c.send(right, k * nseg + j, segment(send_chunk(k), j)));
+      sends[k].push_back(c.send(right, k * nseg + j, segment(send_chunk(k), j)));
     }
     std::swap(prev_recvs, cur_recvs);
   }
   co_await wait_all(prev_recvs);
-  for (auto& step : sends) co_await wait_all(step);
+  for (auto& [step, works] : sends) co_await wait_all(works);
 }
 
 }  // namespace collie::algorithms
