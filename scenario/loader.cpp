@@ -13,6 +13,7 @@ namespace collie::scenario {
 namespace {
 
 const std::vector<std::string> kPeerVars = {"rank", "world"};
+const std::vector<std::string> kShapeVars = {"world"};
 const std::vector<std::string> kInitVars = {"rank", "world", "i", "j"};
 const std::vector<std::string> kUpdateVars = {"rank", "world", "i", "j", "x"};
 
@@ -158,7 +159,7 @@ class Reader {
   std::string file_;
 };
 
-const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check",
+const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
                                            "programs", "outcome", "faults", "timeout_us"};
 
@@ -181,6 +182,7 @@ const std::vector<StepKeys>& step_table() {
       {StepKind::kScatter, "scatter", {"tensor", "src", "list", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kAllGatherIntoTensor, "all_gather_into_tensor", {"output", "tensor", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kBarrier, "barrier", {"group", "handle", "timeout_us"}},
       {StepKind::kNewGroup, "new_group", {"name", "members"}},
       {StepKind::kPrint, "print", {"text"}},
@@ -196,12 +198,16 @@ std::vector<std::string> op_names() {
   return out;
 }
 
+}  // namespace
+void evaluate_shape(TensorSpec& t, int world, const Location& where);
+namespace {
+
 const std::vector<std::string> kCommonStepKeys = {"op", "ranks", "if"};
 
 bool is_async_capable(StepKind k) {
   return k == StepKind::kIsend || k == StepKind::kIrecv || k == StepKind::kBroadcast || k == StepKind::kReduce ||
          k == StepKind::kAllReduce || k == StepKind::kScatter || k == StepKind::kGather ||
-         k == StepKind::kAllGather || k == StepKind::kBarrier;
+         k == StepKind::kAllGather || k == StepKind::kAllGatherIntoTensor || k == StepKind::kBarrier;
 }
 
 class Loader {
@@ -234,6 +240,7 @@ class Loader {
     if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend");
     if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed");
     if (doc["check"]) s.check = r_.as_bool(doc["check"], "check");
+    if (doc["timing_only"]) s.timing_only = r_.as_bool(doc["timing_only"], "timing_only");
     if (doc["conformance"]) s.conformance = r_.as_bool(doc["conformance"], "conformance");
     if (doc["feature"]) s.feature = r_.as_string(doc["feature"], "feature");
     if (doc["network"]) s.network = network(doc["network"]);
@@ -268,12 +275,44 @@ class Loader {
 
   void check_world_impl(const Scenario& s);
 
+  // A network profile file: {version: 1, network: {...}, ...}; other
+  // top-level keys (what was measured, where, when) are informational.
+  sim::NetworkModel profile(const std::string& text) {
+    YAML::Node doc;
+    try {
+      doc = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw ScenarioError(Location{file_, e.mark.line + 1, e.mark.column + 1}, e.msg);
+    }
+    r_.expect_map(doc, "a network profile");
+    const YAML::Node v = r_.require(doc, "version", "a network profile");
+    if (r_.as_int(v, "version") != 1) r_.fail(v, "unsupported profile version; this collie reads version 1");
+    const YAML::Node n = r_.require(doc, "network", "a network profile");
+    if (n["profile"]) r_.fail(n["profile"], "a profile cannot name another profile");
+    return network(n);
+  }
+
  private:
   sim::NetworkModel network(const YAML::Node& n) {
     r_.expect_map(n, "network");
-    r_.check_keys(n, {"ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter"},
+    r_.check_keys(n, {"profile", "ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter",
+                      "cpu_bound", "overhead_us", "cores_per_node"},
                   "network");
     sim::NetworkModel m;
+    if (n["profile"]) {
+      // A measured profile (collie calibrate) is the base; keys given here
+      // override it. The path is relative to the scenario file.
+      std::string path = r_.as_string(n["profile"], "profile");
+      if (!path.empty() && path[0] != '/') {
+        const auto slash = file_.find_last_of('/');
+        if (slash != std::string::npos) path = file_.substr(0, slash + 1) + path;
+      }
+      try {
+        m = load_profile(path);
+      } catch (const ScenarioError& e) {
+        r_.fail(n["profile"], std::string("network profile: ") + e.what());
+      }
+    }
     if (n["ranks_per_node"]) m.ranks_per_node = static_cast<int>(r_.as_int(n["ranks_per_node"], "ranks_per_node"));
     if (m.ranks_per_node < 0) r_.fail(n["ranks_per_node"], "ranks_per_node must be >= 0 (0: one node)");
     auto link = [&](const YAML::Node& l, const char* what, sim::LinkModel& out) {
@@ -294,6 +333,15 @@ class Loader {
     if (n["jitter"]) {
       m.jitter_fraction = r_.as_double(n["jitter"], "jitter");
       if (m.jitter_fraction < 0) r_.fail(n["jitter"], "jitter must be >= 0");
+    }
+    if (n["cpu_bound"]) m.cpu_bound = r_.as_bool(n["cpu_bound"], "cpu_bound");
+    if (n["overhead_us"]) {
+      m.overhead_us = r_.as_double(n["overhead_us"], "overhead_us");
+      if (m.overhead_us < 0) r_.fail(n["overhead_us"], "overhead_us must be >= 0");
+    }
+    if (n["cores_per_node"]) {
+      m.cores_per_node = static_cast<int>(r_.as_int(n["cores_per_node"], "cores_per_node"));
+      if (m.cores_per_node < 0) r_.fail(n["cores_per_node"], "cores_per_node must be >= 0 (0: one core per rank)");
     }
     return m;
   }
@@ -363,15 +411,20 @@ class Loader {
       t.dtype = *parsed;
       if (d["shape"]) {
         const YAML::Node sh = d["shape"];
+        std::vector<YAML::Node> dims;
         if (sh.IsScalar()) {
-          t.shape = {r_.as_int(sh, "shape")};
+          dims.push_back(sh);
         } else if (sh.IsSequence()) {
-          for (const auto& e : sh) t.shape.push_back(r_.as_int(e, "each dimension of shape"));
+          for (const auto& e : sh) dims.push_back(e);
         } else {
           r_.fail(sh, "shape must be a list of dimensions, not " + Reader::kind_of(sh));
         }
-        for (auto dim : t.shape)
-          if (dim < 0 || dim > (1ll << 31)) r_.fail(sh, "shape dimensions must be between 0 and 2^31, not " + std::to_string(dim));
+        // A dimension is a number or an expression of world ("world * 4").
+        for (const auto& e : dims) t.shape_exprs.push_back(r_.as_expr(e, "each dimension of shape", kShapeVars));
+        bool constant = true;
+        for (const auto& e : t.shape_exprs) constant = constant && e.is_constant();
+        evaluate_shape(t, s.world, r_.at(sh));
+        if (constant) t.shape_exprs.clear();
       } else {
         t.shape = {1};
       }
@@ -423,6 +476,8 @@ class Loader {
     if (takes_tensor && s.kind != StepKind::kExpect) s.tensor = r_.as_string(need("tensor"), "tensor");
     if (s.kind == StepKind::kExpect && n["tensor"]) s.tensor = str("tensor");
     if (n["list"]) s.list = str("list");
+    if (n["output"]) s.output = str("output");
+    if (s.kind == StepKind::kAllGatherIntoTensor && !n["output"]) need("output");
     if (n["group"]) s.group = str("group");
     if (n["handle"]) s.handle = str("handle");
     s.tag = Expr::constant(0);
@@ -596,6 +651,14 @@ class Loader {
             shapes_match(st, *in, *out);
             break;
           }
+          case StepKind::kAllGatherIntoTensor: {
+            const TensorSpec* in = tensor(st.tensor, false, "tensor");
+            const TensorSpec* out = tensor(st.output, false, "output");
+            if (in->dtype != out->dtype)
+              r_.fail(st.where, "output '" + out->name + "' is " + std::string(dtype_name(out->dtype)) + " but tensor '" +
+                                    in->name + "' is " + std::string(dtype_name(in->dtype)));
+            break;
+          }
           case StepKind::kScatter:
           case StepKind::kGather: {
             const TensorSpec* in = tensor(st.tensor, false, "tensor");
@@ -728,7 +791,8 @@ void Loader::check_world_impl(const Scenario& s) {
       const std::string gname = st.group.empty() ? "world" : "group '" + st.group + "'";
       const bool collective = st.kind == StepKind::kBroadcast || st.kind == StepKind::kReduce ||
                               st.kind == StepKind::kAllReduce || st.kind == StepKind::kScatter ||
-                              st.kind == StepKind::kGather || st.kind == StepKind::kAllGather;
+                              st.kind == StepKind::kGather || st.kind == StepKind::kAllGather ||
+                              st.kind == StepKind::kAllGatherIntoTensor;
       if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce) {
         const TensorSpec* t = s.find_tensor(st.tensor);
         if (auto why = reduce_op_unsupported(st.op, t->dtype)) r_.fail(st.where, *why);
@@ -739,7 +803,7 @@ void Loader::check_world_impl(const Scenario& s) {
         if (st.kind == StepKind::kAllReduce) k = CollectiveKind::kAllReduce;
         if (st.kind == StepKind::kScatter) k = CollectiveKind::kScatter;
         if (st.kind == StepKind::kGather) k = CollectiveKind::kGather;
-        if (st.kind == StepKind::kAllGather) k = CollectiveKind::kAllGather;
+        if (st.kind == StepKind::kAllGather || st.kind == StepKind::kAllGatherIntoTensor) k = CollectiveKind::kAllGather;
         if (!algorithm_supports(st.algorithm, k))
           r_.fail(st.where, "algorithm '" + std::string(algorithm_name(st.algorithm)) + "' does not implement " + step_kind_name(st.kind));
       }
@@ -775,6 +839,15 @@ void Loader::check_world_impl(const Scenario& s) {
           if (needs_list && static_cast<std::size_t>(n) != members.size())
             r_.fail(st.where, "list '" + l->name + "' has " + std::to_string(static_cast<long long>(n)) + " tensors but " +
                                   gname + " has " + std::to_string(members.size()) + " ranks");
+        }
+        if (member && st.kind == StepKind::kAllGatherIntoTensor) {
+          const TensorSpec* in = s.find_tensor(st.tensor);
+          const TensorSpec* out = s.find_tensor(st.output);
+          if (out->count() != members.size() * in->count())
+            r_.fail(st.where, "output '" + out->name + "' has " + std::to_string(out->count()) + " elements but " + gname +
+                                  " has " + std::to_string(members.size()) + " ranks of " + std::to_string(in->count()) +
+                                  " (give it shape [" + std::to_string(members.size() * in->count()) +
+                                  "], or an expression of world)");
         }
         if (st.source) {
           const double src = st.source->eval(vars);
@@ -825,6 +898,32 @@ Scenario load_file(const std::string& path) {
   std::ostringstream os;
   os << in.rdbuf();
   return load_text(os.str(), path);
+}
+
+void evaluate_shape(TensorSpec& t, int world, const Location& where) {
+  if (t.shape_exprs.empty()) return;
+  t.shape.clear();
+  for (const Expr& e : t.shape_exprs) {
+    const double d = e.eval({{"world", static_cast<double>(world)}});
+    if (!(d >= 0 && d <= static_cast<double>(1ll << 31)) || d != static_cast<double>(static_cast<std::int64_t>(d)))
+      throw ScenarioError(where, "tensor '" + t.name + "': shape dimension " + e.text() + " is " + std::to_string(d) +
+                                     " for world " + std::to_string(world) + "; dimensions are integers between 0 and 2^31");
+    t.shape.push_back(static_cast<std::int64_t>(d));
+  }
+}
+
+sim::NetworkModel load_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(Location{path, 0, 0}, "cannot read the network profile");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return Loader(path).profile(os.str());
+}
+
+void set_world(Scenario& s, int world) {
+  s.world = world;
+  for (TensorSpec& t : s.tensors) evaluate_shape(t, world, t.where);
+  check_world(s);
 }
 
 void check_world(const Scenario& s) {

@@ -22,4 +22,13 @@ Scenario load_text(const std::string& text, const std::string& file_name);
 // after changing `world` (collie run --world).
 void check_world(const Scenario& s);
 
+// Sets the world size, re-evaluates shapes that use `world`, and runs
+// check_world(). Throws ScenarioError like load_*.
+void set_world(Scenario& s, int world);
+
+// Reads a network profile written by `collie calibrate` (YAML: version: 1 and
+// a network: map with the keys of a scenario's network section). Throws
+// ScenarioError with file:line:column.
+sim::NetworkModel load_profile(const std::string& path);
+
 }  // namespace collie::scenario

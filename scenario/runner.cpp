@@ -68,6 +68,8 @@ struct RankState {
 struct Shared {
   const Scenario* s = nullptr;
   int world = 0;
+  bool timing_only = false;  // tensors are phantoms; print/expect/update are skipped
+  int skipped_steps = 0;     // such steps of rank 0's program
   Recorder rec;
   std::vector<OutputLine> output;
   std::vector<std::string> failures;
@@ -197,9 +199,15 @@ class Interpreter {
         const int n = static_cast<int>(t.list->eval(vars(st_)));
         auto& l = st_.lists[t.name];
         for (int j = 0; j < n; ++j) {
-          l.emplace_back(t.dtype, t.shape);
-          init_tensor(l.back(), t, st_.rank, st_.world, j);
+          if (sh_.timing_only) {
+            l.push_back(Tensor::phantom(t.dtype, t.shape));
+          } else {
+            l.emplace_back(t.dtype, t.shape);
+            init_tensor(l.back(), t, st_.rank, st_.world, j);
+          }
         }
+      } else if (sh_.timing_only) {
+        st_.tensors.emplace(t.name, Tensor::phantom(t.dtype, t.shape));
       } else {
         Tensor x(t.dtype, t.shape);
         init_tensor(x, t, st_.rank, st_.world, 0);
@@ -215,6 +223,11 @@ class Interpreter {
     }
     for (const Step& step : *prog) {
       if (!applies(step, st_)) continue;
+      if (sh_.timing_only && (step.kind == StepKind::kPrint || step.kind == StepKind::kExpect ||
+                              step.kind == StepKind::kUpdate)) {
+        if (st_.rank == 0) ++sh_.skipped_steps;  // no values to show or compare
+        continue;
+      }
       check_conflicts(step, step.peer && static_cast<int>(step.peer->eval(vars(st_))) == st_.rank);
       co_await execute(step);
     }
@@ -263,6 +276,10 @@ class Interpreter {
         reads.push_back(s.tensor);
         writes.push_back(s.list);
         break;
+      case StepKind::kAllGatherIntoTensor:
+        reads.push_back(s.tensor);
+        writes.push_back(s.output);
+        break;
       default:
         break;
     }
@@ -308,7 +325,7 @@ class Interpreter {
     const std::uint64_t seq = ++st_.coll_seq[g];
     if (!sh_.rec.enabled) return {};
     CollRecord& r = sh_.rec.colls[{g, seq}];
-    r.kind = step.kind;
+    r.kind = step.kind == StepKind::kAllGatherIntoTensor ? StepKind::kAllGather : step.kind;
     r.where = step.where;
     r.root = root;
     r.op = step.op;
@@ -433,6 +450,34 @@ class Interpreter {
         std::function<void()> done;
         if (member) done = record_collective(step, -1, {&t}, ptrs(l));
         co_await launch(step, c_.all_gather(v, t, g, o), std::move(done));
+        co_return;
+      }
+      case StepKind::kAllGatherIntoTensor: {
+        Tensor& t = st_.tensors[step.tensor];
+        Tensor& out = st_.tensors[step.output];
+        std::function<void()> done;
+        if (member) {
+          // The oracle sees the output as the list of blocks all_gather fills.
+          auto record_list = record_collective(step, -1, {&t}, {});
+          if (record_list) {
+            Recorder* rec = &sh_.rec;
+            const std::string gn = gname(step);
+            const std::uint64_t seq = st_.coll_seq[gn];
+            const int rank = st_.rank;
+            const Tensor* in = &t;
+            const Tensor* whole = &out;
+            done = [rec, gn, seq, rank, in, whole] {
+              auto& outs = rec->colls[{gn, seq}].outputs[rank];
+              const std::size_t block = in->bytes();
+              for (std::size_t b = 0; block && b < whole->bytes() / block; ++b) {
+                Tensor x(in->dtype(), in->shape());
+                std::memcpy(x.data(), static_cast<const std::byte*>(whole->data()) + b * block, block);
+                outs.push_back(std::move(x));
+              }
+            };
+          }
+        }
+        co_await launch(step, c_.all_gather_into_tensor(out, t, g, o), std::move(done));
         co_return;
       }
       case StepKind::kBarrier: {
@@ -683,6 +728,32 @@ std::string error_text(const std::exception_ptr& e, ErrorKind* kind, bool* is_co
   }
 }
 
+// Bytes of tensor memory every rank of `s` allocates (lists counted per rank).
+double tensor_bytes(const Scenario& s) {
+  double total = 0;
+  for (const TensorSpec& t : s.tensors) {
+    const double one = static_cast<double>(t.count() * dtype_size(t.dtype));
+    if (!t.list) {
+      total += one * s.world;
+      continue;
+    }
+    if (t.list->is_constant()) {
+      total += one * t.list->eval({}) * s.world;
+      continue;
+    }
+    for (int r = 0; r < s.world; ++r)
+      total += one * t.list->eval({{"rank", static_cast<double>(r)}, {"world", static_cast<double>(s.world)}});
+  }
+  return total;
+}
+
+std::string gib(double bytes) {
+  std::ostringstream os;
+  os.precision(bytes < 10.0 * (1 << 30) ? 2 : 0);
+  os << std::fixed << bytes / (1 << 30);
+  return os.str();
+}
+
 std::string report_path(const std::string& dir, int rank) { return dir + "/rank-" + std::to_string(rank) + ".cbor"; }
 
 // Runs `s` as one process per rank and folds their reports into `sh` and
@@ -734,10 +805,7 @@ void run_as_processes(const Scenario& s, const RunOptions& options, Shared& sh, 
 
 int run_scenario_rank(const Scenario& scenario, const RunOptions& options, const std::string& report_dir) {
   Scenario s = scenario;
-  if (options.world) {
-    s.world = *options.world;
-    check_world(s);
-  }
+  if (options.world) set_world(s, *options.world);
   if (options.seed) s.seed = *options.seed;
   Shared sh;
   sh.s = &s;
@@ -781,11 +849,9 @@ int run_scenario_rank(const Scenario& scenario, const RunOptions& options, const
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   Scenario s = scenario;
-  if (options.world) {
-    s.world = *options.world;
-    check_world(s);
-  }
+  if (options.world) set_world(s, *options.world);
   if (options.seed) s.seed = *options.seed;
+  if (options.network) s.network = *options.network;
   const BackendRegistry& reg = options.registry ? *options.registry : BackendRegistry::builtin();
   const std::string backend_name = options.backend.empty() ? s.backend : options.backend;
   const BackendInfo* backend = reg.find(backend_name);
@@ -811,13 +877,32 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     if (options.random_faults_seed)
       cmd << " --random-faults " << *options.random_faults_seed << (options.destructive_faults ? " --destructive" : "");
     if (options.timeout_ns) cmd << " --timeout-us " << *options.timeout_ns / 1000;
+    if (!options.profile_path.empty()) cmd << " --profile " << options.profile_path;
+    if (options.timing_only && !s.timing_only) cmd << " --timing-only";
     res.replay = cmd.str();
+  }
+
+  res.timing_only = s.timing_only || options.timing_only;
+  if (res.timing_only && !backend->timing_only)
+    throw Error(ErrorKind::kUsage, OpContext{},
+                "timing-only runs need the simulator (payloads are not materialised); backend '" + backend_name +
+                    "' moves real bytes");
+  if (!res.timing_only) {
+    // A run that would need more tensor memory than this guard is refused
+    // with the way out, rather than exhausting the machine.
+    const double bytes = tensor_bytes(s);
+    if (bytes > options.max_tensor_bytes)
+      throw Error(ErrorKind::kUsage, OpContext{},
+                  s.file + ": the tensors of " + std::to_string(s.world) + " ranks need " + gib(bytes) +
+                      " GiB of memory (limit " + gib(options.max_tensor_bytes) +
+                      " GiB); run with --timing-only to simulate costs without payloads");
   }
 
   Shared sh;
   sh.s = &s;
   sh.world = s.world;
-  sh.rec.enabled = s.check;
+  sh.timing_only = res.timing_only;
+  sh.rec.enabled = s.check && !res.timing_only;
 
   RunResult rr;
   std::unique_ptr<InProcessBackend> world_backend;
@@ -844,6 +929,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     append(bo.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
   bo.trace = !options.trace_path.empty();
   bo.explorer = options.explorer;
+  bo.timing_only = res.timing_only;
   if (options.eager_threshold_bytes) {
     s.network.eager_threshold_bytes = *options.eager_threshold_bytes;
     bo.network.eager_threshold_bytes = *options.eager_threshold_bytes;
@@ -976,7 +1062,8 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     }
   }
   for (auto& f : sh.failures) res.failures.push_back(std::move(f));
-  if (s.check) {
+  res.skipped_steps = sh.skipped_steps;
+  if (sh.rec.enabled) {
     res.checks += check_collectives(sh.rec, res.failures);
     res.checks += check_p2p(sh.rec, res.failures);
   }

@@ -36,6 +36,16 @@ struct RunOptions {
   std::string dot_path;                       // write the wait-for graph here (on deadlock)
   sim::Explorer* explorer = nullptr;          // let the simulator's choices be made by it
   std::optional<std::size_t> eager_threshold_bytes;  // overrides the scenario's buffering
+  // Replaces the scenario's network model (collie run --profile FILE, a
+  // profile written by collie calibrate); profile_path is shown in replays.
+  std::optional<sim::NetworkModel> network;
+  std::string profile_path;
+  // Simulate costs only (as the scenario's timing_only: true): tensors get
+  // no memory, print/expect/update steps and oracle checks are skipped.
+  bool timing_only = false;
+  // A materialised run whose tensors (all ranks together) would need more
+  // than this is refused with a hint to use timing_only.
+  double max_tensor_bytes = 8.0 * (1ull << 30);
   // Runs the scenario as real processes, one per rank: called with the
   // arguments of `collie` for every rank (starting "run FILE ... --rank-report
   // DIR") and the number of ranks, it starts them as one job (collie launch)
@@ -73,6 +83,8 @@ struct ScenarioResult {
   std::string deadlock_dot;           // the wait-for graph, when deadlocked
   std::vector<std::string> causes;    // the diagnosis's root causes, when deadlocked
   std::size_t faults_injected = 0;    // frames lost and ranks crashed on purpose
+  bool timing_only = false;           // costs only: no payloads, no checks
+  int skipped_steps = 0;              // print/expect/update steps timing-only skipped (rank 0's)
 };
 
 // Runs `s` as `options` say. Never throws for anything the scenario or the

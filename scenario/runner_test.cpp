@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "conformance/suite.h"
 #include "scenario/loader.h"
@@ -248,6 +249,110 @@ TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
   EXPECT_NE(x.find("<testsuites name=\"s\" tests=\"2\" failures=\"1\""), std::string::npos) << x;
   EXPECT_NE(x.find("name=\"a&lt;b\""), std::string::npos);
   EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
+}
+
+}  // namespace
+}  // namespace collie::scenario
+
+namespace collie::scenario {
+namespace {
+
+TEST(TimingOnly, SameVirtualTimeAndTraceAsAMaterialisedRun) {
+  for (const char* file : {"all_reduce/ring_world6.yaml", "all_reduce/halving_doubling_world5.yaml",
+                           "all_gather/into_tensor.yaml", "broadcast/large.yaml"}) {
+    if (!std::filesystem::exists(scenario_path(file))) continue;
+    SCOPED_TRACE(file);
+    const ScenarioResult full = run_file(file);
+    RunOptions o;
+    o.timing_only = true;
+    const ScenarioResult timing = run_file(file, o);
+    ASSERT_TRUE(full.passed);
+    EXPECT_TRUE(timing.passed) << (timing.failures.empty() ? "" : timing.failures[0]);
+    EXPECT_TRUE(timing.timing_only);
+    EXPECT_EQ(timing.checks, 0);
+    EXPECT_EQ(timing.virtual_time, full.virtual_time);
+    EXPECT_EQ(timing.trace_hash, full.trace_hash);
+  }
+}
+
+TEST(TimingOnly, ARunTooLargeToMaterialiseIsRefusedWithTheWayOut) {
+  Scenario s = load_file(scenario_path("scale/all_reduce.yaml"));
+  s.timing_only = false;
+  RunOptions o;
+  o.world = 4096;  // 4096 x 64 MiB
+  try {
+    run_scenario(s, o);
+    FAIL() << "expected a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--timing-only"), std::string::npos) << e.what();
+  }
+  o.backend = "tcp";
+  o.timing_only = true;
+  EXPECT_THROW(run_scenario(s, o), Error);  // real bytes cannot be skipped
+}
+
+TEST(TimingOnly, ScaleScenariosRunAtThousandsOfRanksInLittleMemory) {
+  // 4096 ranks x 64 MiB would be 256 GiB materialised.
+  for (const char* file : {"scale/all_reduce.yaml", "scale/broadcast.yaml", "scale/all_gather.yaml"}) {
+    RunOptions o;
+    o.world = 4096;
+    const ScenarioResult r = run_file(file, o);
+    EXPECT_TRUE(r.passed) << file << ": " << (r.failures.empty() ? "" : r.failures[0]);
+    EXPECT_GT(r.events, 4096u) << file;
+  }
+}
+
+TEST(AllGatherIntoTensor, MatchesTheOracleForEveryWorldSize) {
+  for (int w = 1; w <= 9; ++w) {
+    RunOptions o;
+    o.world = w;
+    const ScenarioResult r = run_file("all_gather/into_tensor.yaml", o);
+    EXPECT_TRUE(r.passed) << "world " << w << ": " << (r.failures.empty() ? "" : r.failures[0]);
+    EXPECT_GE(r.checks, 1);
+  }
+}
+
+TEST(ShapeExpressions, FollowTheWorldAndAreCheckedAgainstTheGroup) {
+  Scenario s = load_file(scenario_path("all_gather/into_tensor.yaml"));
+  set_world(s, 7);
+  const TensorSpec* out = s.find_tensor("out");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->count(), 21u);
+  const std::string bad =
+      "version: 1\nname: x\nworld: 4\ntensors:\n  a: {dtype: float32, shape: [2]}\n  b: {dtype: float32, shape: [\"world\"]}\n"
+      "program:\n  - {op: all_gather_into_tensor, tensor: a, output: b}\n";
+  try {
+    load_text(bad, "bad.yaml");
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("has 4 elements"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NetworkProfile, IsReadWithLocationsAndOverriddenByTheScenario) {
+  const std::string dir = std::filesystem::temp_directory_path() / "collie-profile-test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream p(dir + "/p.yaml");
+    p << "version: 1\nnetwork:\n  cpu_bound: true\n  overhead_us: 2\n  intra: {alpha_us: 3, bandwidth_GBps: 4}\n";
+    std::ofstream s(dir + "/s.yaml");
+    s << "version: 1\nname: x\nworld: 2\nnetwork: {profile: p.yaml, reduce_GBps: 9}\nprogram:\n  - {op: barrier}\n";
+    std::ofstream bad(dir + "/bad.yaml");
+    bad << "version: 1\nnetwork:\n  intra: {alpha_us: 3, bandwdth_GBps: 4}\n";
+  }
+  const Scenario s = load_file(dir + "/s.yaml");
+  EXPECT_TRUE(s.network.cpu_bound);
+  EXPECT_EQ(s.network.overhead_us, 2);
+  EXPECT_EQ(s.network.intra.alpha_us, 3);
+  EXPECT_EQ(s.network.reduce_GBps, 9);
+  try {
+    load_profile(dir + "/bad.yaml");
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:3"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

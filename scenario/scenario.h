@@ -31,6 +31,9 @@ struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
+  // The dimensions as written, when one of them uses `world` ("world * 4"):
+  // set_world() re-evaluates them. Empty when every dimension is a number.
+  std::vector<Expr> shape_exprs;
   std::optional<Expr> list;  // a list of this many tensors (of `shape` each); may use world
   Expr init;                 // value of element i (of list entry j) on `rank`
   std::vector<double> values;  // literal values instead of init (one per element)
@@ -46,7 +49,7 @@ struct GroupSpec {
 
 enum class StepKind {
   kSend, kIsend, kRecv, kIrecv, kWait,
-  kBroadcast, kReduce, kAllReduce, kScatter, kGather, kAllGather, kBarrier,
+  kBroadcast, kReduce, kAllReduce, kScatter, kGather, kAllGather, kAllGatherIntoTensor, kBarrier,
   kNewGroup, kPrint, kExpect, kUpdate,
 };
 std::string step_kind_name(StepKind k);
@@ -60,6 +63,7 @@ struct Step {
   // Arguments (which apply depends on kind; see docs/scenarios.md).
   std::string tensor;              // the tensor (or list, for all_gather's output)
   std::string list;                // scatter/gather list
+  std::string output;              // all_gather_into_tensor: the output tensor
   std::string group;               // "" = world
   std::optional<Expr> peer;        // dst / src / root (global rank)
   bool any_source = false;         // recv/irecv src: any
@@ -98,6 +102,9 @@ struct Scenario {
   std::uint64_t seed = 1;
   sim::NetworkModel network;
   bool check = true;          // compare every op with the oracle
+  // Simulate costs only: tensors get no memory, and print/expect/update
+  // steps and oracle checks are skipped (sim/simulator.h, timing-only mode).
+  bool timing_only = false;
   bool conformance = false;   // part of `collie conformance`
   std::string feature;        // its row in the conformance matrix
   std::vector<GroupSpec> groups;

@@ -139,6 +139,8 @@ Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchR
   std::vector<std::uint64_t> sizes;
   if (o.op == "barrier") {
     sizes.push_back(0);
+  } else if (!o.sizes.empty()) {
+    sizes = o.sizes;
   } else {
     for (double b = static_cast<double>(std::max<std::uint64_t>(o.min_bytes, 1)); b <= static_cast<double>(o.max_bytes) * 1.0000001;
          b *= o.step_factor)

@@ -37,6 +37,7 @@ struct BenchOptions {
   std::uint64_t min_bytes = 8;
   std::uint64_t max_bytes = 64ull << 20;
   double step_factor = 2;  // sizes: min, min*f, ... up to max
+  std::vector<std::uint64_t> sizes;  // when not empty: exactly these sizes, instead of min/max/factor
   int iters = 0;           // timed iterations per size; 0: by size (1000 for small, 5 for 64 MiB+)
   int warmup_iters = 5;    // untimed iterations per size
   DType dtype = DType::kFloat32;

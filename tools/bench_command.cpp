@@ -1,12 +1,17 @@
 #include "tools/bench_command.h"
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
 #include "backends/tcp/process_group.h"
 #include "core/error.h"
 #include "core/local_world.h"
+#include "scenario/loader.h"
 #include "tools/launch.h"
 
 namespace collie::tools {
@@ -31,7 +36,26 @@ void resolve(BenchCommand& c) {
     o.algorithm = *a;
   }
   o.check = !c.no_check;
+  if (!c.sizes.empty()) {
+    o.sizes.clear();
+    std::stringstream list(c.sizes);
+    std::string item;
+    while (std::getline(list, item, ',')) o.sizes.push_back(parse_size(item));
+  }
+  if (!c.profile.empty()) {
+    try {
+      c.network = scenario::load_profile(c.profile);
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kUsage, OpContext{}, std::string("bench: --profile: ") + e.what());
+    }
+  }
   validate(o, c.nranks);
+}
+
+void write_rows(const BenchCommand& c, const std::vector<BenchRow>& rows) {
+  if (c.rows_json.empty()) return;
+  std::ofstream f(c.rows_json, std::ios::binary);
+  f << rows_to_json(rows);
 }
 
 bool any_wrong(const std::vector<BenchRow>& rows) {
@@ -49,59 +73,98 @@ int run_as_rank(const BenchCommand& c) {
     print_bench_table(std::cout, c.bench, pg->world_size(),
                       "backend tcp: " + std::to_string(pg->world_size()) + " processes on 127.0.0.1, wall time", rows);
     std::cout.flush();
+    write_rows(c, rows);
   }
   return any_wrong(rows) ? kExitFailed : kExitOk;
 }
 
 int run_in_process(const BenchCommand& c) {
   const BackendInfo* info = BackendRegistry::builtin().find(c.backend);
-  if (!info) {
-    std::string names;
-    for (const auto& n : BackendRegistry::builtin().names()) names += (names.empty() ? "" : ", ") + n;
-    std::cerr << "collie bench: unknown backend '" << c.backend << "' (available: " << names << ")\n";
-    return kExitInvalid;
-  }
-  BackendOptions bo;
-  bo.world_size = c.nranks;
-  bo.seed = c.seed;
-  bo.network = c.network;
-  auto backend = info->create(bo);
-  std::vector<Transport*> ts;
-  for (int r = 0; r < c.nranks; ++r) ts.push_back(&backend->transport(r));
-  CommunicatorOptions co;
-  co.eager_threshold_bytes = c.network.eager_threshold_bytes;
-  co.observer = backend->observer();
-  LocalWorld world(ts, co);
-  std::vector<BenchRow> rows;
+  std::uint64_t events = 0;
   const auto wall0 = std::chrono::steady_clock::now();
-  RunResult res = world.run([&](Communicator& comm) { return bench_rank(comm, c.bench, &rows); },
-                            RunContext{"seed " + std::to_string(c.seed), "", {}, {}});
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  if (!res.ok()) {
-    std::cerr << "collie bench: " << res.describe() << "\n";
+  std::vector<BenchRow> rows;
+  try {
+    rows = bench_in_process(c.bench, c.backend, c.nranks, c.seed, c.network, &events);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kUsage) throw;
+    std::cerr << "collie bench: " << e.what() << "\n";
     return kExitFailed;
   }
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   std::string what = "backend " + c.backend;
   if (info->simulated) {
-    char net[256];
+    char net[320];
     std::snprintf(net, sizeof net,
-                  " (virtual time; %d ranks per node, intra %.2f us %.1f GB/s, inter %.2f us %.1f GB/s, reduce %.1f GB/s)",
+                  " (virtual time; %d ranks per node, intra %.2f us %.2f GB/s, inter %.2f us %.2f GB/s, reduce %.2f GB/s%s%s)",
                   c.network.ranks_per_node, c.network.intra.alpha_us, c.network.intra.bandwidth_GBps,
-                  c.network.inter.alpha_us, c.network.inter.bandwidth_GBps, c.network.reduce_GBps);
+                  c.network.inter.alpha_us, c.network.inter.bandwidth_GBps, c.network.reduce_GBps,
+                  c.profile.empty() ? "" : "; profile ", c.profile.c_str());
     what += net;
   } else {
     what += " (every rank in this process, wall time)";
   }
   print_bench_table(std::cout, c.bench, c.nranks, what, rows);
+  write_rows(c, rows);
   if (info->simulated) {
     std::printf("# simulated %llu events in %.2f s of wall time (%.0f events/s)\n",
-                static_cast<unsigned long long>(backend->events()), wall_s,
-                wall_s > 0 ? static_cast<double>(backend->events()) / wall_s : 0.0);
+                static_cast<unsigned long long>(events), wall_s,
+                wall_s > 0 ? static_cast<double>(events) / wall_s : 0.0);
   }
   return any_wrong(rows) ? kExitFailed : kExitOk;
 }
 
 }  // namespace
+
+std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string& backend, int nranks,
+                                       std::uint64_t seed, const sim::NetworkModel& network, std::uint64_t* events) {
+  const BackendInfo* info = BackendRegistry::builtin().find(backend);
+  if (!info) {
+    std::string names;
+    for (const auto& n : BackendRegistry::builtin().names()) names += (names.empty() ? "" : ", ") + n;
+    throw Error(ErrorKind::kUsage, OpContext{}, "bench: unknown backend '" + backend + "' (available: " + names + ")");
+  }
+  BackendOptions bo;
+  bo.world_size = nranks;
+  bo.seed = seed;
+  bo.network = network;
+  auto be = info->create(bo);
+  std::vector<Transport*> ts;
+  for (int r = 0; r < nranks; ++r) ts.push_back(&be->transport(r));
+  CommunicatorOptions co;
+  co.eager_threshold_bytes = network.eager_threshold_bytes;
+  co.observer = be->observer();
+  LocalWorld world(ts, co);
+  std::vector<BenchRow> rows;
+  RunResult res = world.run([&](Communicator& comm) { return bench_rank(comm, o, &rows); },
+                            RunContext{"seed " + std::to_string(seed), "", {}, {}});
+  if (!res.ok()) throw Error(ErrorKind::kTransport, OpContext{}, res.describe());
+  if (events) *events = be->events();
+  return rows;
+}
+
+std::string rows_to_json(const std::vector<BenchRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows)
+    j.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters}, {"time_us", r.time_us},
+                 {"algbw_GBps", r.algbw_GBps}, {"busbw_GBps", r.busbw_GBps}, {"wrong", r.wrong}});
+  return j.dump(1);
+}
+
+std::vector<BenchRow> rows_from_json(const std::string& text) {
+  std::vector<BenchRow> rows;
+  for (const auto& e : nlohmann::json::parse(text)) {
+    BenchRow r;
+    r.bytes = e.at("bytes").get<std::uint64_t>();
+    r.count = e.at("count").get<std::uint64_t>();
+    r.iters = e.at("iters").get<int>();
+    r.time_us = e.at("time_us").get<double>();
+    r.algbw_GBps = e.at("algbw_GBps").get<double>();
+    r.busbw_GBps = e.at("busbw_GBps").get<double>();
+    r.wrong = e.at("wrong").get<std::int64_t>();
+    rows.push_back(r);
+  }
+  return rows;
+}
 
 std::uint64_t parse_size(const std::string& text) {
   std::size_t used = 0;
@@ -144,6 +207,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& c) {
   b->add_option("--inter-GBps", c.network.inter.bandwidth_GBps, "sim: bandwidth between nodes");
   b->add_option("--reduce-GBps", c.network.reduce_GBps, "sim: reduction throughput per rank");
   b->add_option("--backend-plugin", c.plugins, "load a backend plugin (a shared library); repeatable");
+  b->add_option("--sizes", c.sizes, "exactly these sizes, comma-separated (e.g. 8,64K,1M), instead of -b/-e/-f");
+  b->add_option("--profile", c.profile, "sim: simulate this network profile (written by collie calibrate)")
+      ->check(CLI::ExistingFile);
+  b->add_option("--rows-json", c.rows_json, "also write the rows as JSON to this file")->group("");
   b->add_flag("--as-rank", c.as_rank, "internal: run as one rank of a launched job")->group("");
   return b;
 }

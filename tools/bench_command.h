@@ -25,6 +25,9 @@ struct BenchCommand {
   std::string min_bytes = "8", max_bytes = "64M";
   std::string dtype = "float32", reduce_op = "sum", algorithm = "auto";
   bool no_check = false;
+  std::string sizes;            // "8,1K,64M": exactly these sizes
+  std::string profile;          // sim: the network profile to simulate (collie calibrate)
+  std::string rows_json;        // write the rows as JSON here (rank 0), for collie calibrate
   bool as_rank = false;  // internal: this process is one rank of a launched tcp job
   std::vector<std::string> plugins;
 };
@@ -39,5 +42,16 @@ int run_bench_command(BenchCommand& cmd, int argc, char** argv);
 
 // "8", "64K", "1M", "2G" (powers of 1024); throws Error(kUsage) otherwise.
 std::uint64_t parse_size(const std::string& text);
+
+// Rows as JSON ([{bytes, count, iters, time_us, algbw_GBps, busbw_GBps,
+// wrong}, ...]) and back.
+std::string rows_to_json(const std::vector<BenchRow>& rows);
+std::vector<BenchRow> rows_from_json(const std::string& text);
+
+// Runs the benchmark on every rank of an in-process backend (the simulator
+// by default) and returns rank 0's rows; throws Error when a rank fails.
+std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string& backend, int nranks,
+                                       std::uint64_t seed, const sim::NetworkModel& network,
+                                       std::uint64_t* events = nullptr);
 
 }  // namespace collie::tools

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "scenario/search.h"
 #include "sim/faults.h"
 #include "tools/bench_command.h"
+#include "tools/calibrate.h"
 #include "tools/launch.h"
 
 #ifndef COLLIE_SCENARIO_DIR
@@ -69,7 +71,21 @@ void print_result(const ScenarioResult& r, int verbosity) {
   s << (r.passed ? "PASS " : "FAIL ") << r.file << " (" << r.name << "): " << r.outcome << "; world " << r.world
     << "; backend " << r.backend;
   if (r.simulated) s << "; virtual time " << r.virtual_time << " ns; trace " << hex(r.trace_hash);
-  s << "; " << r.checks << " checks; seed " << r.seed;
+  if (r.timing_only) {
+    s << "; timing only";
+    if (r.skipped_steps) s << " (" << r.skipped_steps << " print/expect/update steps skipped)";
+  } else {
+    s << "; " << r.checks << " checks";
+  }
+  s << "; seed " << r.seed;
+  if (r.simulated && r.events) {
+    // The simulator's speed: events per second of wall time.
+    std::ostringstream rate;
+    rate.precision(2);
+    rate << std::fixed << static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6;
+    s << "; " << r.events << " events in " << std::fixed << std::setprecision(2) << r.wall_seconds << " s ("
+      << rate.str() << " M events/s)";
+  }
   std::cout << s.str() << "\n";
   if (!r.passed) {
     bool replay_shown = false;
@@ -106,6 +122,8 @@ nlohmann::json to_json(const ScenarioResult& r) {
     j["virtual_time_ns"] = r.virtual_time;
     j["trace_hash"] = hex(r.trace_hash);
     j["events"] = r.events;
+    j["events_per_second"] = static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9);
+    j["timing_only"] = r.timing_only;
   }
   nlohmann::json out = nlohmann::json::array();
   for (const auto& l : r.output) out.push_back({{"rank", l.rank}, {"time_ns", l.time}, {"text", l.text}});
@@ -188,6 +206,14 @@ int main(int argc, char** argv) {
   std::string rank_report;
   run->add_flag("--in-process", in_process,
                 "with --backend tcp: every rank in this process over real sockets, instead of one process per rank");
+  std::string profile_path;
+  run->add_option("--profile", profile_path,
+                  "simulate on this network profile (written by collie calibrate) instead of the scenario's network")
+      ->check(CLI::ExistingFile);
+  bool timing_only = false;
+  run->add_flag("--timing-only", timing_only,
+                "simulate costs only: tensors get no memory; print/expect/update steps and result checks are skipped "
+                "(for worlds of thousands of ranks and large messages)");
   run->add_option("--rank-report", rank_report, "internal: run as one rank process and report to this folder")->group("");
 
   // validate
@@ -251,6 +277,8 @@ int main(int argc, char** argv) {
   // bench
   collie::tools::BenchCommand bc;
   auto* bench = collie::tools::add_bench_command(app, bc);
+  collie::tools::CalibrateCommand cc;
+  auto* calibrate = collie::tools::add_calibrate_command(app, cc);
 
   // backends
   auto* backends = app.add_subcommand("backends", "list the backends and how each is selected");
@@ -265,6 +293,7 @@ int main(int argc, char** argv) {
   }
 
   if (*bench) return collie::tools::run_bench_command(bc, argc, argv);
+  if (*calibrate) return collie::tools::run_calibrate_command(cc);
 
   if (*launch) {
     lo.prefix = !no_prefix;
@@ -286,10 +315,7 @@ int main(int argc, char** argv) {
     for (const auto& f : vfiles) {
       try {
         auto s = collie::scenario::load_file(f);
-        if (*vworld_opt) {
-          s.world = vworld;
-          collie::scenario::check_world(s);
-        }
+        if (*vworld_opt) collie::scenario::set_world(s, vworld);
         std::cout << "ok " << f << " (" << s.name << ")\n";
       } catch (const collie::scenario::ScenarioError& e) {
         std::cout << e.what() << "\n";
@@ -318,6 +344,16 @@ int main(int argc, char** argv) {
     ro.backend = backend;
     if (*seed_opt) ro.seed = seed;
     if (*world_opt) ro.world = world;
+    ro.timing_only = timing_only;
+    if (!profile_path.empty()) {
+      try {
+        ro.network = collie::scenario::load_profile(profile_path);
+        ro.profile_path = profile_path;
+      } catch (const collie::scenario::ScenarioError& e) {
+        std::cerr << e.what() << "\n";
+        return kExitInvalid;
+      }
+    }
     for (const auto& f : fault_args) {
       if (auto err = collie::sim::parse_fault(f, ro.extra_faults)) {
         std::cerr << "collie: --fault: " << *err << "\n";
