@@ -294,6 +294,12 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
   if (t.count > 0 && t.data == nullptr) invalid(op, g, "tensor has no data");
 
   auto info = new_op(op, g, static_cast<std::int64_t>(++g.p2p_seq));
+  info->is_send = is_send;
+  info->any_source = any;
+  info->peer = any ? -1 : peer;
+  info->tag = tag;
+  info->dtype = t.dtype;
+  info->count = t.count;
   std::shared_ptr<WorkState> w;
   if (is_send) {
     SendSpec s;
@@ -312,11 +318,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     s.buf = t;
     w = engine_.recv(s, info);
   }
-  std::ostringstream d;
-  d << "rank " << rank_ << ": " << op << " #" << info->seq << " on " << g.name << (is_send ? " to " : " from ")
-    << (any ? std::string("any rank") : "rank " + std::to_string(peer)) << " (tag " << tag << ", "
-    << describe_tensor(t) << ")";
-  w->description = d.str();
+  w->info = info;
   if (!w->completed) watch(info, w, g, 0, false);
   return Work(std::move(w));
 }
@@ -364,7 +366,7 @@ Work Communicator::launch(CollectiveCall call) {
   auto outer = std::make_shared<WorkState>();
   outer->transport = &t_;
   outer->posted_at = t_.now();
-  outer->description = "rank " + std::to_string(rank_) + ": " + describe_call(call.fp) + " on " + g.name;
+  outer->info = info;
   watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed

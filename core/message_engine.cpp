@@ -180,6 +180,15 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   }
 }
 
+std::span<std::byte> MessageEngine::landing_zone(const FrameHeader& h) {
+  if (h.kind != FrameKind::kData) return {};
+  auto it = inbound_.find({h.src, h.rendezvous_id});
+  if (it == inbound_.end()) return {};
+  const RecvSpec& s = it->second.spec;
+  if (s.reduce || s.buf.space != MemorySpace::kHost || !s.buf.data || s.buf.bytes() != h.bytes) return {};
+  return {s.buf.byte_data(), h.bytes};
+}
+
 void MessageEngine::on_send_complete(void* cookie) {
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
@@ -300,7 +309,8 @@ void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span
     if (bytes) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
     finish_after_compute(r.work, bytes);
   } else {
-    if (bytes) t_.copy(r.spec.buf.data, payload.data(), bytes);
+    // A landed payload (landing_zone()) is already in place.
+    if (bytes && payload.data() != r.spec.buf.byte_data()) t_.copy(r.spec.buf.data, payload.data(), bytes);
     r.work->finish(nullptr);
   }
 }

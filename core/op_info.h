@@ -23,6 +23,18 @@ struct OpInfo {
   Nanos started_at = 0;
   std::uint64_t id = 0;   // unique per rank, in issue order (1-based)
   std::string step;       // the algorithm step the op is in, for reports
+  // Point-to-point ops only: the peer (global rank; -1 with any_source),
+  // tag and buffer.
+  bool is_send = false;
+  bool any_source = false;
+  int peer = -1;
+  std::int32_t tag = 0;
+  DType dtype = DType::kFloat32;
+  std::uint64_t count = 0;
+
+  // One line naming the op: "rank 0: all_reduce(float32 x 4, sum, ring) #3
+  // on world" or "rank 1: recv #2 on world from rank 0 (tag 5, float32 x 4)".
+  std::string describe() const;
   OpContext context(std::vector<int> peers = {}) const {
     return OpContext{rank, op, group, seq, std::move(peers)};
   }

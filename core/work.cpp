@@ -40,7 +40,7 @@ void Work::wait(Nanos timeout) {
     OpContext ctx;
     ctx.rank = st->transport->rank();
     throw Error(ErrorKind::kTimeout, ctx,
-                st->description + " did not complete within " + std::to_string(timeout) + " ns");
+                st->describe() + " did not complete within " + std::to_string(timeout) + " ns");
   }
   await_resume();
 }
@@ -52,6 +52,23 @@ Work completed_work(Transport* t, bool not_member, std::string description) {
   s->not_member = not_member;
   s->description = std::move(description);
   return Work(std::move(s));
+}
+
+}  // namespace collie
+
+namespace collie {
+
+std::string OpInfo::describe() const {
+  std::string s = "rank " + std::to_string(rank) + ": ";
+  if (fp.op != CollectiveKind::kNone) return s + describe_call(fp) + " on " + group;
+  s += op + " #" + std::to_string(seq) + " on " + group + (is_send ? " to " : " from ");
+  s += any_source ? std::string("any rank") : "rank " + std::to_string(peer);
+  return s + " (tag " + std::to_string(tag) + ", " + std::string(dtype_name(dtype)) + " x " + std::to_string(count) + ")";
+}
+
+std::string WorkState::describe() const {
+  if (!description.empty() || !info) return description;
+  return info->describe();
 }
 
 }  // namespace collie

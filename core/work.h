@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/op_info.h"
 #include "core/task.h"
 #include "core/transport.h"
 
@@ -28,7 +29,11 @@ struct WorkState {
   std::exception_ptr error;
   int source = -1;                        // global rank a receive matched
   std::coroutine_handle<> waiter;         // at most one coroutine awaits a Work
-  std::string description;                // "recv #2 on world from 0 tag 0"
+  // What the op is, for messages: `description` when set, else built from
+  // `info` on first use (ops are described lazily: most never are).
+  std::string description;
+  std::shared_ptr<const OpInfo> info;
+  std::string describe() const;
   Nanos posted_at = 0;
   std::function<void()> on_finish;        // runs once, when the op finishes
 
@@ -51,7 +56,7 @@ class [[nodiscard]] Work {
   bool not_member() const { return s_ && s_->not_member; }
   // For a completed receive: the global rank of the sender (any-source too).
   int source_rank() const { return s_ ? s_->source : -1; }
-  const std::string& description() const { return s_->description; }
+  std::string description() const { return s_->describe(); }
 
   // Blocks until completion; rethrows the op's error.
   void wait();

@@ -1,5 +1,10 @@
 #include "backends/tcp/tcp_transport.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "core/error.h"
@@ -9,7 +14,8 @@ namespace collie::tcp {
 // ---- the event loop --------------------------------------------------------
 
 TcpEventLoop::TcpEventLoop(int idle_deadlock_ms, Nanos spin_ns)
-    : work_(asio::make_work_guard(io_)),
+    : io_(ASIO_CONCURRENCY_HINT_UNSAFE),
+      work_(asio::make_work_guard(io_)),
       start_(std::chrono::steady_clock::now()),
       idle_ms_(idle_deadlock_ms),
       spin_ns_(spin_ns) {}
@@ -27,8 +33,9 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
     ~Reset() { b = false; }
   } reset{running_};
   Nanos last = now();
+  unsigned spin_turns = 0;
   while (!done()) {
-    const Nanos t = now();
+    const Nanos t = now();  // one clock read per turn: it costs as much as a small resume
     if (deadline && t >= *deadline) return false;
     bool progressed = false;
     while (!calls_.empty()) {
@@ -37,12 +44,13 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
       f();
       progressed = true;
     }
+    for (std::size_t i = 0; i < sources_.size(); ++i) progressed = sources_[i]->run_ready() || progressed;
     if (!ready_.empty()) {
       auto h = ready_.front();
       ready_.pop_front();
       ++events_;
       h.resume();
-      last = now();
+      last = t;
       continue;
     }
     while (!timers_.empty() && timers_.begin()->first <= t) {
@@ -50,19 +58,31 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
       timers_.erase(timers_.begin());
       progressed = true;
     }
-    if (const std::size_t n = io_.poll()) {
-      events_ += n;
-      progressed = true;
+    // A reply is often microseconds away: poll the sockets directly for a
+    // while before sleeping in the kernel (a sleep and wake-up costs more
+    // than a small message's whole round trip). Asio's own work --
+    // handshakes, accepts, waits that fired -- runs every few turns then.
+    const bool spinning = spin_ns_ > 0 && t - last < spin_ns_;
+    if (spinning)
+      for (std::size_t i = 0; i < sources_.size(); ++i) progressed = sources_[i]->poll_sockets() || progressed;
+    if (!spinning || (++spin_turns & 7) == 0) {
+      if (const std::size_t n = io_.poll()) {
+        events_ += n;
+        progressed = true;
+      }
     }
     if (progressed) {
+      last = t;
+      continue;
+    }
+    if (spinning) continue;
+    // Then wait for I/O, at most until the next timer, the deadline or 10 ms.
+    bool ready_now = false;
+    for (std::size_t i = 0; i < sources_.size(); ++i) ready_now = sources_[i]->arm() || ready_now;
+    if (ready_now) {
       last = now();
       continue;
     }
-    // Nothing to do. A reply is often microseconds away: poll for a while
-    // before sleeping in the kernel (a sleep and wake-up costs more than a
-    // small message's whole round trip).
-    if (spin_ns_ > 0 && t - last < spin_ns_) continue;
-    // Then wait for I/O, at most until the next timer, the deadline or 10 ms.
     Nanos wait = 10'000'000;
     if (!timers_.empty()) wait = std::min(wait, timers_.begin()->first - t);
     if (deadline) wait = std::min(wait, *deadline - t);
@@ -91,12 +111,16 @@ void TcpTransport::note_failure(const std::string& reason) {
 
 TcpTransport::TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token)
     : loop_(loop), rank_(rank), world_(world), token_(std::move(token)), alive_(std::make_shared<bool>(true)) {
+  loop_.add_source(this);
   peers_.resize(static_cast<std::size_t>(world));
   for (int p = 0; p < world; ++p)
     if (p != rank) peers_[static_cast<std::size_t>(p)] = std::make_unique<Peer>(loop_.io());
 }
 
-TcpTransport::~TcpTransport() { close(); }
+TcpTransport::~TcpTransport() {
+  loop_.remove_source(this);
+  close();
+}
 
 void TcpTransport::close() {
   if (!*alive_) return;
@@ -213,10 +237,7 @@ void TcpTransport::handshake_in(std::shared_ptr<Pending> c) {
         asio::async_write(p.socket, asio::buffer(p.proof_out), [this, r, alive](const asio::error_code& e3, std::size_t) {
           if (!*alive) return;
           if (e3) return lose(r, "handshake failed: " + e3.message());
-          peers_[static_cast<std::size_t>(r)]->up = true;
-          peers_[static_cast<std::size_t>(r)]->was_up = true;
-          start_reading(r);
-          write_next(r);
+          connection_up(r);
         });
       });
     });
@@ -263,10 +284,7 @@ void TcpTransport::connect(int peer, const std::string& host, std::uint16_t port
             Peer& w = *peers_[static_cast<std::size_t>(peer)];
             if (!verify(token_, kAcceptProof, transcript(w.hs_out, w.hs_in), w.proof_in))
               return lose(peer, "the process at rank " + std::to_string(peer) + "'s address did not prove the job token");
-            w.up = true;
-            w.was_up = true;
-            start_reading(peer);
-            write_next(peer);
+            connection_up(peer);
           });
         });
       });
@@ -294,92 +312,303 @@ void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> pa
   Peer& p = *peers_[static_cast<std::size_t>(h.dst)];
   if (p.lost) return;  // the core was told; nothing will complete
   p.out.push_back(Out{encode(h), payload, cookie});
-  if (p.up && !p.writing) write_next(h.dst);
+  if (p.up && !p.wr_blocked) flush_writes(h.dst);
 }
 
-void TcpTransport::write_next(int peer) {
+namespace {
+// Frames gathered into one sendmsg(2).
+constexpr int kMaxFramesPerWrite = 16;
+}  // namespace
+
+bool TcpTransport::flush_writes(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
-  if (p.writing || p.out.empty() || p.lost || !p.up || p.write_failed) return;
-  p.writing = true;
-  const Out& o = p.out.front();
-  std::array<asio::const_buffer, 2> bufs = {asio::buffer(o.header), asio::buffer(o.payload.data(), o.payload.size())};
-  auto alive = alive_;
-  asio::async_write(p.socket, bufs, [this, peer, alive](const asio::error_code& ec, std::size_t) {
-    if (!*alive) return;
-    Peer& q = *peers_[static_cast<std::size_t>(peer)];
-    q.writing = false;
-    if (ec) {
+  if (!p.up || p.lost || p.write_failed || !*alive_) return false;
+  const int fd = p.socket.native_handle();
+  bool any = false;
+  while (!p.out.empty()) {
+    std::array<iovec, 2 * kMaxFramesPerWrite> iov;
+    std::size_t k = 0;
+    std::size_t skip = p.out_off;
+    for (auto it = p.out.begin(); it != p.out.end() && k + 2 <= iov.size(); ++it) {
+      if (skip < kHeaderBytes) iov[k++] = {it->header.data() + skip, kHeaderBytes - skip};
+      skip = skip > kHeaderBytes ? skip - kHeaderBytes : 0;
+      if (it->payload.size() > skip)
+        iov[k++] = {const_cast<std::byte*>(it->payload.data()) + skip, it->payload.size() - skip};
+      skip = 0;
+    }
+    msghdr m{};
+    m.msg_iov = iov.data();
+    m.msg_iovlen = k;
+    const ssize_t n = ::sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        p.wr_blocked = true;
+        return any;
+      }
       // Read what the peer sent before it went (its goodbye names what it
       // lost); the reader reports the loss when it reaches the end.
-      q.write_failed = true;
-      q.out.clear();
-      return;
+      p.write_failed = true;
+      p.out.clear();
+      p.out_off = 0;
+      return true;
     }
-    void* cookie = q.out.front().cookie;
-    q.out.pop_front();
-    if (cookie && sink_) sink_->on_send_complete(cookie);
-    write_next(peer);
-  });
+    any = true;
+    // Retire the frames written in full.
+    std::size_t done = p.out_off + static_cast<std::size_t>(n);
+    p.out_off = 0;
+    while (!p.out.empty()) {
+      const std::size_t total = kHeaderBytes + p.out.front().payload.size();
+      if (done < total) {
+        p.out_off = done;
+        break;
+      }
+      done -= total;
+      if (void* cookie = p.out.front().cookie) sent_.push_back(cookie);
+      p.out.pop_front();
+    }
+  }
+  p.wr_blocked = false;
+  return any;
 }
 
-void TcpTransport::start_reading(int peer) {
-  Peer& p = *peers_[static_cast<std::size_t>(peer)];
+bool TcpTransport::run_ready() {
+  if (sent_.empty() || !sink_) return false;
+  // Completions are reported from the loop, never from inside post_send().
+  auto sent = std::move(sent_);
+  sent_.clear();
+  for (void* cookie : sent) sink_->on_send_complete(cookie);
+  return true;
+}
+
+bool TcpTransport::poll_sockets() {
+  if (!*alive_) return false;
+  pollfds_.clear();
+  pollpeers_.clear();
+  for (int r = 0; r < world_; ++r) {
+    const auto& p = peers_[static_cast<std::size_t>(r)];
+    if (!p || !p->up || p->lost) continue;
+    pollfds_.push_back({p->socket.native_handle(), static_cast<short>(POLLIN | (p->wr_blocked ? POLLOUT : 0)), 0});
+    pollpeers_.push_back(r);
+  }
+  if (pollfds_.empty() || ::poll(pollfds_.data(), pollfds_.size(), 0) <= 0) return false;
+  bool any = false;
+  for (std::size_t i = 0; i < pollfds_.size(); ++i) {
+    const short ev = pollfds_[i].revents;
+    if (!ev) continue;
+    const int r = pollpeers_[i];
+    if (ev & POLLOUT) any = flush_writes(r) || any;
+    if (ev & (POLLIN | POLLHUP | POLLERR)) any = pump(r) || any;
+  }
+  return any;
+}
+
+bool TcpTransport::arm() {
+  if (!*alive_) return false;
+  // A socket with data waiting may have no edge left to wake epoll: look first.
+  if (poll_sockets()) return true;
   auto alive = alive_;
-  asio::async_read(p.socket, asio::buffer(p.header_in), [this, peer, alive](const asio::error_code& ec, std::size_t) {
-    if (!*alive) return;
-    if (ec) {
-      const Peer& q = *peers_[static_cast<std::size_t>(peer)];
-      if (q.said_goodbye)
-        return lose(peer, q.goodbye_reason.empty() ? std::string(kFinished) : "its program ended " + q.goodbye_reason, true);
-      return lose(peer, ec == asio::error::eof ? "connection closed by the peer" : "receive failed: " + ec.message());
-    }
-    std::string why;
-    auto h = decode_header(peers_[static_cast<std::size_t>(peer)]->header_in.data(), &why);
-    if (!h && why == "goodbye") {
-      Peer& q = *peers_[static_cast<std::size_t>(peer)];
-      q.said_goodbye = true;
-      const std::uint64_t n = header_payload_bytes(q.header_in.data());
-      if (n == 0 || n > kMaxGoodbyeBytes) return start_reading(peer);
-      q.goodbye_reason.resize(n);
-      asio::async_read(q.socket, asio::buffer(q.goodbye_reason), [this, peer, alive](const asio::error_code& e, std::size_t) {
+  for (int r = 0; r < world_; ++r) {
+    Peer* p = peers_[static_cast<std::size_t>(r)].get();
+    if (!p || !p->up || p->lost) continue;
+    if (!p->rx_armed) {
+      p->rx_armed = true;
+      p->socket.async_wait(asio::ip::tcp::socket::wait_read, [this, r, alive](const asio::error_code& ec) {
         if (!*alive) return;
-        if (e) return lose(peer, "its program ended (its goodbye was cut off)", true);
-        start_reading(peer);
+        Peer& q = *peers_[static_cast<std::size_t>(r)];
+        q.rx_armed = false;
+        if (!ec && !q.lost) pump(r);
       });
-      return;
     }
-    if (h && (h->src != peer || h->dst != rank_))
-      why = "frame claims to be from rank " + std::to_string(h->src) + " to rank " + std::to_string(h->dst);
-    if (!h || !why.empty()) {
-      std::cerr << "collie tcp: rank " << rank_ << " rejected a frame from " << peer_name(peer) << ": " << why << "\n";
-      return lose(peer, "sent a malformed frame (" + why + ")");
-    }
-    if (h->bytes == 0) {
-      const FrameHeader hd = *h;
-      to_sink([this, hd] { sink_->on_frame(hd, {}); });
-      start_reading(peer);
-    } else {
-      read_payload(peer, *h);
-    }
+    if (p->wr_blocked) arm_write(r);
+  }
+  return false;
+}
+
+void TcpTransport::arm_write(int peer) {
+  Peer& p = *peers_[static_cast<std::size_t>(peer)];
+  if (p.wr_armed) return;
+  p.wr_armed = true;
+  auto alive = alive_;
+  p.socket.async_wait(asio::ip::tcp::socket::wait_write, [this, peer, alive](const asio::error_code& ec) {
+    if (!*alive) return;
+    Peer& q = *peers_[static_cast<std::size_t>(peer)];
+    q.wr_armed = false;
+    if (!ec && !q.lost) flush_writes(peer);
   });
 }
 
-void TcpTransport::read_payload(int peer, FrameHeader h) {
+namespace {
+// Staging per connection: one read takes up to this many bytes.
+constexpr std::size_t kStagingBytes = 64 * 1024;
+// A payload with at least this much left, and nothing staged, is read
+// straight into its destination (no staging copy).
+constexpr std::uint64_t kDirectReadBytes = 16 * 1024;
+// One pump reads at most this much before letting the loop run (a long
+// receive must not hold up the sends and reductions it feeds).
+constexpr std::size_t kPumpBudgetBytes = 1024 * 1024;
+}  // namespace
+
+void TcpTransport::connection_up(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
-  p.payload_in.resize(h.bytes);
+  p.up = true;
+  p.was_up = true;
+  asio::error_code ec;
+  p.socket.non_blocking(true, ec);
+  p.rx = std::make_unique<std::byte[]>(kStagingBytes);
+  pump(peer);
+  flush_writes(peer);
+}
+
+std::span<std::byte> TcpTransport::rx_destination(Peer& p) {
+  if (p.rx_discard) return {};
+  if (p.rx_state == Peer::Rx::kGoodbye)
+    return {reinterpret_cast<std::byte*>(p.goodbye_reason.data()), p.goodbye_reason.size()};
+  if (!p.rx_landing) return p.payload_in;
+  // Asked again before every write: the receive may have been aborted (and
+  // its buffer freed) since the last one.
+  std::span<std::byte> zone = sink_ ? sink_->landing_zone(p.rx_frame) : std::span<std::byte>{};
+  if (zone.size() != p.rx_frame.bytes) {
+    p.rx_discard = true;
+    return {};
+  }
+  return zone;
+}
+
+bool TcpTransport::pump(int peer) {
+  Peer& p = *peers_[static_cast<std::size_t>(peer)];
   auto alive = alive_;
-  asio::async_read(p.socket, asio::buffer(p.payload_in.data(), p.payload_in.size()),
-                   [this, peer, h, alive](const asio::error_code& ec, std::size_t) {
-                     if (!*alive) return;
-                     if (ec) return lose(peer, "receive failed: " + ec.message());
-                     if (sink_) {
-                       sink_->on_frame(h, peers_[static_cast<std::size_t>(peer)]->payload_in);
-                     } else {
-                       auto copy = std::make_shared<std::vector<std::byte>>(peers_[static_cast<std::size_t>(peer)]->payload_in);
-                       to_sink([this, h, copy] { sink_->on_frame(h, *copy); });
-                     }
-                     start_reading(peer);
-                   });
+  bool any = false;
+  std::size_t budget = kPumpBudgetBytes;
+  while (*alive && !p.lost) {
+    // Straight into the payload's destination when it is large and nothing
+    // is staged, else into the staging buffer. A landing zone is asked for
+    // again before every read (rx_destination): the receive may have been
+    // aborted, and its buffer freed, since the last one.
+    std::span<std::byte> into;
+    bool direct = false;
+    if (p.rx_state != Peer::Rx::kHeader && p.rx_head == p.rx_tail &&
+        p.rx_frame.bytes - p.rx_got >= kDirectReadBytes) {
+      std::span<std::byte> dst = rx_destination(p);
+      if (!dst.empty()) {
+        into = dst.subspan(p.rx_got);
+        direct = true;
+      }
+    }
+    if (!direct) {
+      if (p.rx_head == p.rx_tail) p.rx_head = p.rx_tail = 0;
+      if (kStagingBytes - p.rx_tail < kHeaderBytes) {
+        std::memmove(p.rx.get(), p.rx.get() + p.rx_head, p.rx_tail - p.rx_head);
+        p.rx_tail -= p.rx_head;
+        p.rx_head = 0;
+      }
+      into = {p.rx.get() + p.rx_tail, kStagingBytes - p.rx_tail};
+    }
+    const ssize_t n = ::recv(p.socket.native_handle(), into.data(), into.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return any;
+      read_ended(peer, asio::error_code(errno, asio::system_category()));
+      return true;
+    }
+    if (n == 0) {
+      read_ended(peer, asio::error::eof);
+      return true;
+    }
+    any = true;
+    if (direct) p.rx_got += static_cast<std::size_t>(n);
+    else p.rx_tail += static_cast<std::size_t>(n);
+    if (!parse(peer)) return true;
+    // A short read most likely drained the socket: stop without the system
+    // call that would say so (poll() or the armed wait tells when more
+    // comes). A long stream yields to the loop after the budget.
+    if (static_cast<std::size_t>(n) < into.size() || static_cast<std::size_t>(n) >= budget) return true;
+    budget -= static_cast<std::size_t>(n);
+  }
+  return any;
+}
+
+bool TcpTransport::parse(int peer) {
+  Peer& p = *peers_[static_cast<std::size_t>(peer)];
+  for (;;) {
+    if (p.lost) return false;
+    const std::size_t staged = p.rx_tail - p.rx_head;
+    if (p.rx_state == Peer::Rx::kHeader) {
+      if (staged < kHeaderBytes) return true;
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(p.rx.get() + p.rx_head);
+      p.rx_head += kHeaderBytes;
+      std::string why;
+      auto h = decode_header(bytes, &why);
+      if (!h && why == "goodbye") {
+        p.said_goodbye = true;
+        const std::uint64_t n = header_payload_bytes(bytes);
+        if (n == 0 || n > kMaxGoodbyeBytes) continue;
+        p.goodbye_reason.assign(n, '\0');
+        p.rx_frame = FrameHeader{};
+        p.rx_frame.bytes = n;
+        p.rx_got = 0;
+        p.rx_discard = false;
+        p.rx_state = Peer::Rx::kGoodbye;
+        continue;
+      }
+      if (h && (h->src != peer || h->dst != rank_))
+        why = "frame claims to be from rank " + std::to_string(h->src) + " to rank " + std::to_string(h->dst);
+      if (!h || !why.empty()) {
+        std::cerr << "collie tcp: rank " << rank_ << " rejected a frame from " << peer_name(peer) << ": " << why << "\n";
+        lose(peer, "sent a malformed frame (" + why + ")");
+        return false;
+      }
+      p.rx_frame = *h;
+      p.rx_got = 0;
+      p.rx_discard = false;
+      if (h->bytes == 0) {
+        frame_received(peer);
+        continue;
+      }
+      p.rx_state = Peer::Rx::kPayload;
+      std::span<std::byte> zone =
+          sink_ && h->kind == FrameKind::kData ? sink_->landing_zone(*h) : std::span<std::byte>{};
+      p.rx_landing = zone.size() == h->bytes;
+      if (!p.rx_landing) p.payload_in.resize(h->bytes);
+      continue;
+    }
+    // A payload (or a goodbye's reason): take what is staged.
+    const std::uint64_t want = p.rx_frame.bytes - p.rx_got;
+    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(want, staged));
+    if (take > 0) {
+      std::span<std::byte> dst = rx_destination(p);
+      if (!dst.empty()) std::memcpy(dst.data() + p.rx_got, p.rx.get() + p.rx_head, take);
+      p.rx_head += take;
+      p.rx_got += take;
+    }
+    if (p.rx_got < p.rx_frame.bytes) return true;
+    const bool goodbye = p.rx_state == Peer::Rx::kGoodbye;
+    p.rx_state = Peer::Rx::kHeader;
+    if (!goodbye && !p.rx_discard) frame_received(peer);
+  }
+}
+
+void TcpTransport::frame_received(int peer) {
+  Peer& p = *peers_[static_cast<std::size_t>(peer)];
+  const FrameHeader h = p.rx_frame;
+  std::span<const std::byte> payload;
+  if (h.bytes > 0) payload = p.rx_landing ? std::span<const std::byte>(rx_destination(p)) : std::span<const std::byte>(p.payload_in);
+  if (h.bytes > 0 && payload.empty()) return;  // its landing zone went away
+  if (sink_) {
+    sink_->on_frame(h, payload);
+  } else {
+    auto copy = std::make_shared<std::vector<std::byte>>(payload.begin(), payload.end());
+    to_sink([this, h, copy] { sink_->on_frame(h, *copy); });
+  }
+}
+
+void TcpTransport::read_ended(int peer, const asio::error_code& ec) {
+  const Peer& p = *peers_[static_cast<std::size_t>(peer)];
+  if (p.rx_state == Peer::Rx::kGoodbye) return lose(peer, "its program ended (its goodbye was cut off)", true);
+  if (p.said_goodbye)
+    return lose(peer, p.goodbye_reason.empty() ? std::string(kFinished) : "its program ended " + p.goodbye_reason, true);
+  if (p.rx_state == Peer::Rx::kPayload) return lose(peer, "receive failed: " + ec.message());
+  lose(peer, ec == asio::error::eof ? "connection closed by the peer" : "receive failed: " + ec.message());
 }
 
 void TcpTransport::lose(int peer, const std::string& why, bool clean) {
@@ -392,6 +621,7 @@ void TcpTransport::lose(int peer, const std::string& why, bool clean) {
   asio::error_code ec;
   p.socket.close(ec);
   p.out.clear();
+  p.out_off = 0;
   to_sink([this, peer, why, clean] { sink_->on_peer_lost(peer, why, clean); });
 }
 
@@ -404,7 +634,7 @@ void TcpTransport::shutdown(Nanos timeout, bool abandoned) {
       peer->out.clear();
       // Mid-frame from a buffer that may be freed: cut this connection off;
       // the other peers still get a goodbye naming what this rank lost.
-      if (peer->writing) lose(p, "cut off mid-frame at shutdown", true);
+      if (peer->writing()) lose(p, "cut off mid-frame at shutdown", true);
     }
   }
   FrameHeader bye;
@@ -418,11 +648,11 @@ void TcpTransport::shutdown(Nanos timeout, bool abandoned) {
     Out o{encode(bye), std::as_bytes(std::span(reason)), nullptr};
     o.header[5] = kGoodbyeKind;
     peer->out.push_back(o);
-    write_next(p);
+    flush_writes(p);
   }
   auto flushed = [&] {
     for (const auto& peer : peers_)
-      if (peer && !peer->lost && (peer->writing || !peer->out.empty())) return false;
+      if (peer && !peer->lost && !peer->write_failed && !peer->out.empty()) return false;
     return true;
   };
   try {

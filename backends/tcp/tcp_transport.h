@@ -18,6 +18,8 @@
 // log line naming the peer, and the core fails every op waiting on it.
 #pragma once
 
+#include <poll.h>
+
 #include <asio.hpp>
 #include <coroutine>
 #include <deque>
@@ -35,6 +37,23 @@ namespace collie::tcp {
 
 class TcpEventLoop {
  public:
+  // Sockets the loop polls itself while it spins (poll(2) on a few sockets
+  // costs far less than epoll_wait(2) on this path), falling back to Asio's
+  // epoll only to sleep. Registered by each transport on the loop.
+  class Source {
+   public:
+    virtual ~Source() = default;
+    // Work that needs no system call (deferred completions); true if any ran.
+    virtual bool run_ready() = 0;
+    // Reads and writes whatever the sockets allow now, without blocking;
+    // true if anything moved.
+    virtual bool poll_sockets() = 0;
+    // The loop is about to sleep in epoll: every socket that can make
+    // progress must wake it. Returns true, instead, when something is ready
+    // now (the loop then does not sleep).
+    virtual bool arm() = 0;
+  };
+
   // `idle_deadlock_ms`: with nothing to resume, no I/O and no timer for
   // this long, run_until() declares a deadlock (0: wait forever, as real
   // jobs do -- use timeouts there).
@@ -46,14 +65,17 @@ class TcpEventLoop {
   void ready(std::coroutine_handle<> h) { ready_.push_back(h); }
   void at(Nanos when, std::coroutine_handle<> h) { timers_.emplace(when, h); }
   void call(std::function<void()> f) { calls_.push_back(std::move(f)); }
+  void add_source(Source* s) { sources_.push_back(s); }
+  void remove_source(Source* s) { std::erase(sources_, s); }
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline);
   std::uint64_t events() const { return events_; }
 
  private:
-  asio::io_context io_;
+  asio::io_context io_;  // used by one thread only: no locking (ASIO_CONCURRENCY_HINT_UNSAFE)
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::deque<std::coroutine_handle<>> ready_;
   std::deque<std::function<void()>> calls_;
+  std::vector<Source*> sources_;
   std::multimap<Nanos, std::coroutine_handle<>> timers_;
   std::chrono::steady_clock::time_point start_;
   int idle_ms_;
@@ -62,7 +84,7 @@ class TcpEventLoop {
   std::uint64_t events_ = 0;
 };
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public Transport, private TcpEventLoop::Source {
  public:
   // `token`: the job's secret (empty: none); every peer must hold the same.
   TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token = {});
@@ -118,14 +140,31 @@ class TcpTransport final : public Transport {
     bool lost = false;
     bool said_goodbye = false;
     std::string goodbye_reason;  // what it lost before it ended (empty: it finished)
-    bool writing = false;
+    // Frames to send, the first one out_off bytes (header, then payload)
+    // written; writes are non-blocking system calls made by this transport.
+    bool writing() const { return out_off > 0; }  // mid-frame
+    std::size_t out_off = 0;
+    bool wr_blocked = false;   // the socket's send buffer is full
+    bool wr_armed = false;     // an async_wait for writability is outstanding
     // A write failed (the peer closed or reset): the reader, which sees the
     // end of the stream after any goodbye the peer sent, reports the loss.
     bool write_failed = false;
     std::deque<Out> out;
     std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
     Mac proof_in{}, proof_out{};
-    std::array<std::uint8_t, kHeaderBytes> header_in{};
+    // The receive side, also non-blocking system calls. Bytes read but not
+    // yet parsed are rx[rx_head, rx_tail); one read takes whatever the
+    // socket holds (several small frames at once). A large payload is read
+    // straight into where it goes: the sink's landing zone (a receive's own
+    // buffer) or payload_in.
+    std::unique_ptr<std::byte[]> rx;  // kStagingBytes, allocated when the connection is up
+    std::size_t rx_head = 0, rx_tail = 0;
+    enum class Rx { kHeader, kPayload, kGoodbye } rx_state = Rx::kHeader;
+    FrameHeader rx_frame;        // the frame whose payload is arriving
+    std::uint64_t rx_got = 0;    // of its payload bytes
+    bool rx_landing = false;     // its payload goes to the sink's landing zone
+    bool rx_discard = false;     // the landing zone went away: drop the payload
+    bool rx_armed = false;       // an async_wait for readability is outstanding
     std::vector<std::byte> payload_in;
   };
   // An accepted connection before it has proven the token.
@@ -139,9 +178,29 @@ class TcpTransport final : public Transport {
   void accept_next();
   void handshake_in(std::shared_ptr<Pending> c);
   void refuse(const std::shared_ptr<Pending>& c, const std::string& why);
-  void start_reading(int peer);
-  void read_payload(int peer, FrameHeader h);
-  void write_next(int peer);
+  // The connection to `peer` passed its handshake: frames may flow.
+  void connection_up(int peer);
+  // Reads what `peer`'s socket holds, without blocking, and hands every
+  // complete frame to the sink; true if anything was read.
+  bool pump(int peer);
+  // Writes queued frames until done or the socket is full; true if any
+  // byte went out.
+  bool flush_writes(int peer);
+  // Parses buffered bytes; false when the connection was lost meanwhile.
+  bool parse(int peer);
+  // Where the payload being received goes (empty: discard it).
+  std::span<std::byte> rx_destination(Peer& p);
+  void frame_received(int peer);
+  // TcpEventLoop::Source
+  bool run_ready() override;
+  bool poll_sockets() override;
+  bool arm() override;
+  std::vector<pollfd> pollfds_;  // scratch for poll_sockets
+  std::vector<int> pollpeers_;
+  void arm_write(int peer);
+  std::vector<void*> sent_;  // completed sends not yet reported to the sink
+  std::vector<int> up_;      // peers whose connection is up, for poll_sockets
+  void read_ended(int peer, const asio::error_code& ec);
   void lose(int peer, const std::string& why, bool clean = false);
   std::string peer_name(int peer) const;
 
