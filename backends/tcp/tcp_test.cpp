@@ -159,7 +159,7 @@ TEST(Tcp, AConnectionWithoutTheJobTokenIsRefusedAndTheRealRankStillJoins) {
       impostor->connect(1, "127.0.0.1", self.ports[1]);
       EXPECT_TRUE(self.loop.run_until([&] { return log.lost.size() == 2; }, self.loop.now() + 5'000'000'000));
       EXPECT_FALSE(impostor->connected());
-      impostor->close();
+      impostor.reset();  // a transport must not outlive its loop
     }
   });
   for (const auto& why : log.lost) EXPECT_NE(why.find("wrong or missing job token"), std::string::npos) << why;

@@ -87,6 +87,7 @@ class TcpEventLoop {
 class TcpTransport final : public Transport, private TcpEventLoop::Source {
  public:
   // `token`: the job's secret (empty: none); every peer must hold the same.
+  // Requires: `loop` outlives this transport.
   TcpTransport(TcpEventLoop& loop, int rank, int world, std::string token = {});
   ~TcpTransport() override;
 
