@@ -61,6 +61,7 @@ class TcpEventLoop {
   // the last progress before sleeping in epoll (latency against CPU).
   explicit TcpEventLoop(int idle_deadlock_ms = 0, Nanos spin_ns = 0);
   asio::io_context& io() { return io_; }
+  void set_spin_ns(Nanos spin_ns) { spin_ns_ = spin_ns; }
   Nanos now() const;
   void ready(std::coroutine_handle<> h) { ready_.push_back(h); }
   void at(Nanos when, std::coroutine_handle<> h) { timers_.emplace(when, h); }
