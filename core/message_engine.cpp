@@ -180,13 +180,13 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   }
 }
 
-std::span<std::byte> MessageEngine::landing_zone(const FrameHeader& h) {
+FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
   if (h.kind != FrameKind::kData) return {};
   auto it = inbound_.find({h.src, h.rendezvous_id});
   if (it == inbound_.end()) return {};
   const RecvSpec& s = it->second.spec;
-  if (s.reduce || s.buf.space != MemorySpace::kHost || !s.buf.data || s.buf.bytes() != h.bytes) return {};
-  return {s.buf.byte_data(), h.bytes};
+  if (s.buf.space != MemorySpace::kHost || !s.buf.data || s.buf.bytes() != h.bytes) return {};
+  return {{s.buf.byte_data(), h.bytes}, s.reduce, s.buf.dtype, s.op};
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
@@ -305,12 +305,13 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
 void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span<const std::byte> payload) {
   (void)h;
   const std::size_t bytes = r.spec.buf.bytes();
+  // A landed payload (landing_zone()) is already in place, reduced or copied.
+  const bool landed = payload.data() == r.spec.buf.byte_data();
   if (r.spec.reduce) {
-    if (bytes) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
+    if (bytes && !landed) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
     finish_after_compute(r.work, bytes);
   } else {
-    // A landed payload (landing_zone()) is already in place.
-    if (bytes && payload.data() != r.spec.buf.byte_data()) t_.copy(r.spec.buf.data, payload.data(), bytes);
+    if (bytes && !landed) t_.copy(r.spec.buf.data, payload.data(), bytes);
     r.work->finish(nullptr);
   }
 }

@@ -150,8 +150,8 @@ class MessageEngine final : public FrameSink {
 
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
-  // A rendezvous receive that overwrites a host buffer of the frame's size.
-  std::span<std::byte> landing_zone(const FrameHeader& header) override;
+  // A rendezvous receive into a host buffer of the frame's size.
+  Landing landing_zone(const FrameHeader& header) override;
   void on_send_complete(void* cookie) override;
   void on_peer_lost(int peer, const std::string& why, bool clean) override;
 

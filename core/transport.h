@@ -49,16 +49,24 @@ class FrameSink {
   // valid only during the call: the core copies or reduces out of it before
   // returning.
   virtual void on_frame(const FrameHeader& header, std::span<const std::byte> payload) = 0;
-  // Where the payload of the data frame `header` may be written directly,
-  // so that on_frame() has nothing to copy: exactly header.bytes bytes of
-  // the receive's own buffer, or empty when the payload must be handed over
-  // through on_frame() as usual. The span is valid only until control
-  // returns to the executor (the receive may be aborted and its buffer freed
-  // after that): a transport asks again before each write into it, and
-  // drops the payload if the answer becomes empty. Having written all of it,
-  // the transport calls on_frame() with `payload` being that span.
+  // Where the payload of the data frame `header` may go directly, so that
+  // on_frame() has nothing left to do: exactly header.bytes bytes of the
+  // receive's own buffer (`dst`), to be overwritten or, with `reduce`,
+  // combined element by element (dst = dst op payload, as reduce() does);
+  // or an empty `dst` when the payload must be handed over through
+  // on_frame() as usual. The answer is valid only until control returns to
+  // the executor (the receive may be aborted and its buffer freed after
+  // that): a transport asks again before each write into it, and drops the
+  // payload if the answer changes. Having landed all of it, the transport
+  // calls on_frame() with `payload` being `dst`.
   // Optional: transports that do not land payloads never call it.
-  virtual std::span<std::byte> landing_zone(const FrameHeader& header) {
+  struct Landing {
+    std::span<std::byte> dst;
+    bool reduce = false;
+    DType dtype = DType::kFloat32;
+    ReduceOp op = ReduceOp::kSum;
+  };
+  virtual Landing landing_zone(const FrameHeader& header) {
     (void)header;
     return {};
   }

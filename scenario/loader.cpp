@@ -296,7 +296,8 @@ class Loader {
   sim::NetworkModel network(const YAML::Node& n) {
     r_.expect_map(n, "network");
     r_.check_keys(n, {"profile", "ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter",
-                      "cpu_bound", "overhead_us", "cores_per_node"},
+                      "cpu_bound", "overhead_us", "cores_per_node", "cache_bytes", "memory_bandwidth_GBps",
+                      "memory_reduce_GBps"},
                   "network");
     sim::NetworkModel m;
     if (n["profile"]) {
@@ -342,6 +343,13 @@ class Loader {
     if (n["cores_per_node"]) {
       m.cores_per_node = static_cast<int>(r_.as_int(n["cores_per_node"], "cores_per_node"));
       if (m.cores_per_node < 0) r_.fail(n["cores_per_node"], "cores_per_node must be >= 0 (0: one core per rank)");
+    }
+    if (n["cache_bytes"]) m.cache_bytes = r_.as_u64(n["cache_bytes"], "cache_bytes");
+    for (auto [key, field] : {std::pair{"memory_bandwidth_GBps", &m.memory_bandwidth_GBps},
+                              std::pair{"memory_reduce_GBps", &m.memory_reduce_GBps}}) {
+      if (!n[key]) continue;
+      *field = r_.as_double(n[key], key);
+      if (*field < 0) r_.fail(n[key], std::string(key) + " must be >= 0 (0: the in-cache rate applies)");
     }
     return m;
   }

@@ -21,6 +21,10 @@
 // with the sender: it arrives at max(that + d, start + d + alpha).
 // So a one-way stream of B-byte messages moves at bandwidth, while two ranks
 // exchanging at once each take 2d (both directions share one CPU).
+//
+// Caches (cache_bytes > 0): ops whose tensors do not fit move and reduce at
+// the memory rates instead (working_set() in simulator.cpp says which size
+// counts); a rank's reductions use the rate of the last frame it received.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +55,14 @@ struct NetworkModel {
   bool cpu_bound = false;
   double overhead_us = 0;   // cpu_bound: CPU time per message at each end, microseconds
   int cores_per_node = 0;   // cpu_bound: ranks of a node running at once; 0: one core per rank
+
+  // Caches: an op whose tensor (a collective's per-rank tensor, a
+  // point-to-point message) is larger than cache_bytes streams from memory,
+  // so its bytes move at no more than memory_bandwidth_GBps and reduce at
+  // memory_reduce_GBps (each used when > 0). 0: no cache effect.
+  std::size_t cache_bytes = 0;
+  double memory_bandwidth_GBps = 0;
+  double memory_reduce_GBps = 0;
 };
 
 }  // namespace collie::sim

@@ -75,6 +75,7 @@ Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, Fau
   cpu_free_.assign(n, 0);
   crashed_.assign(n, false);
   slow_.assign(n, 1.0);
+  out_of_cache_.assign(n, 0);
   skew_rate_.assign(n, 1.0);
   skew_offset_ns_.assign(n, 0.0);
   fault_names_ = plan_.describe();
@@ -175,6 +176,7 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   const bool same_node = model_.ranks_per_node <= 0 || src / model_.ranks_per_node == h.dst / model_.ranks_per_node;
   const LinkModel& link = same_node ? model_.intra : model_.inter;
   double bandwidth = link.bandwidth_GBps;
+  if (out_of_cache(h) && model_.memory_bandwidth_GBps > 0) bandwidth = std::min(bandwidth, model_.memory_bandwidth_GBps);
   double alpha = link.alpha_us * 1000.0;
   for (const LinkDegradation& d : plan_.degradations) {
     if (!d.window.contains(now_)) continue;
@@ -309,6 +311,14 @@ std::uint32_t Simulator::alloc_frame() {
   return static_cast<std::uint32_t>(frames_in_flight_.size() - 1);
 }
 
+bool Simulator::out_of_cache(const FrameHeader& h) const {
+  if (model_.cache_bytes == 0) return false;
+  // The working set of a message's copies and its reduction is the message
+  // itself: a ring's segments of a large tensor stay in cache as they are
+  // forwarded and reduced; a tree's whole-tensor messages do not.
+  return h.bytes > model_.cache_bytes;
+}
+
 Nanos Simulator::claim_core(int rank, Nanos t, Nanos dur) {
   if (model_.cores_per_node <= 0) return t;
   const int per = model_.ranks_per_node > 0 ? model_.ranks_per_node : world_size_;
@@ -328,7 +338,10 @@ void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::corou
     return;
   }
   Nanos& cpu = cpu_free_[static_cast<std::size_t>(rank)];
-  const Nanos dur = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, model_.reduce_GBps)) *
+  const double gamma = out_of_cache_[static_cast<std::size_t>(rank)] && model_.memory_reduce_GBps > 0
+                           ? model_.memory_reduce_GBps
+                           : model_.reduce_GBps;
+  const Nanos dur = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, gamma)) *
                                                     slow_[static_cast<std::size_t>(rank)]));
   cpu = claim_core(rank, std::max(now_, cpu), dur) + dur;
   push(cpu, EventKind::kResume, rank, h.address());
@@ -373,6 +386,7 @@ void Simulator::process(const Event& e) {
         trace_->message(f.message_id, h.src, h.dst, f.sent_at, now_, label);
       }
       ++frames_;
+      out_of_cache_[r] = out_of_cache(h);
       bytes_ += h.bytes;
       mix(static_cast<std::uint64_t>(now_));
       mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(h.src)) << 32) |

@@ -150,6 +150,8 @@ class Simulator final : public OpObserver {
   std::vector<std::string> fault_names_;  // plan_.describe(), for records
   std::vector<bool> crashed_;
   std::vector<double> slow_;              // per rank
+  std::vector<char> out_of_cache_;        // per rank: its last received frame's op did not fit the caches
+  bool out_of_cache(const FrameHeader& h) const;
   std::vector<double> skew_rate_, skew_offset_ns_;
   std::map<std::tuple<std::size_t, int, int>, std::uint64_t> nth_counts_;
   std::vector<FaultRecord> records_;

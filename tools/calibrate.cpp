@@ -55,14 +55,13 @@ std::vector<BenchRow> measure_tcp(const std::string& op, int nranks, const std::
 }
 
 // gamma: bytes of dst per second for dst = dst + src (float32), one core,
-// on 256 KiB operands: the ring's segments, reduced as they arrive while
-// they are still in cache (reductions of whole large buffers are slower,
-// memory-bound; see docs/PERFORMANCE.md).
-double measure_reduce_GBps() {
-  const std::int64_t count = 64 << 10;  // 256 KiB of float32
+// on operands of `bytes`: 256 KiB for the in-cache rate (the ring's
+// segments, reduced as they arrive), 64 MiB for the rate from memory.
+double measure_reduce_GBps(std::int64_t bytes) {
+  const std::int64_t count = bytes / 4;
   Tensor dst(DType::kFloat32, {count}), src(DType::kFloat32, {count});
   for (std::int64_t i = 0; i < count; i += 64) src.as<float>()[i] = 1.0f;
-  const int reps = 200;
+  const int reps = static_cast<int>(std::max<std::int64_t>(2, (std::int64_t{50} << 20) / bytes));
   double best = 1e30;
   for (int round = 0; round < 5; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -88,14 +87,15 @@ std::string host_name() {
 
 sim::NetworkModel measure_profile(const CalibrateCommand& c) {
   std::cout << "# calibrating backend " << c.backend << ": 2 processes on this host\n" << std::flush;
-  // Bandwidth from exchanges of 256 KiB..2 MiB: the ring's segments (256
-  // KiB) are what bandwidth-bound collectives send (see docs/PERFORMANCE.md
-  // for what larger single messages cost on loopback).
-  const auto rows = measure_tcp("sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M");
+  // Bandwidth from exchanges of 256 KiB..2 MiB (in cache: the ring's
+  // segments are 256 KiB); the rate from memory from 64 MiB, and the cache
+  // size where the rate falls from one to the other.
+  const auto rows = measure_tcp("sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M,4M,8M,16M,64M");
   // A stream of 8-byte broadcasts at world 2: one message per CPU overhead.
   const auto stream = measure_tcp("broadcast", 2, "8");
   std::vector<ExchangeSample> samples;
-  for (const auto& r : rows) samples.push_back({static_cast<double>(r.bytes), r.time_us});
+  for (const auto& r : rows)
+    if (r.bytes <= (2 << 20)) samples.push_back({static_cast<double>(r.bytes), r.time_us});
   const sim::LinkModel exchange = fit_link(samples, 256 * 1024);
   sim::NetworkModel m;
   m.ranks_per_node = 0;  // one host: every pair uses `intra`
@@ -107,7 +107,21 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
   m.intra.alpha_us = std::max(0.0, exchange.alpha_us - 2 * m.overhead_us);
   m.intra.bandwidth_GBps = 2 * exchange.bandwidth_GBps;
   m.inter = m.intra;
-  m.reduce_GBps = measure_reduce_GBps();
+  m.reduce_GBps = measure_reduce_GBps(256 << 10);
+  // Each exchange moves 2B per rank; the rate of each size, and the largest
+  // size still closer to the in-cache rate than to the rate from memory.
+  auto rate_GBps = [&](const BenchRow& r) {
+    return 2.0 * static_cast<double>(r.bytes) / std::max(1e-3, r.time_us - 2 * m.overhead_us) * 1e-3;
+  };
+  const BenchRow& largest = rows.back();
+  const double memory = rate_GBps(largest);
+  if (memory < 0.9 * m.intra.bandwidth_GBps) {
+    m.memory_bandwidth_GBps = memory;
+    m.cache_bytes = 256 << 10;
+    for (const auto& r : rows)
+      if (r.bytes >= (256 << 10) && rate_GBps(r) > (m.intra.bandwidth_GBps + memory) / 2) m.cache_bytes = r.bytes;
+    m.memory_reduce_GBps = measure_reduce_GBps(64 << 20);
+  }
   m.jitter_fraction = 0;
 
   std::ofstream out(c.output, std::ios::binary);
@@ -130,12 +144,16 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
       << "  intra: {alpha_us: " << m.intra.alpha_us << ", bandwidth_GBps: " << m.intra.bandwidth_GBps << "}\n"
       << "  inter: {alpha_us: " << m.inter.alpha_us << ", bandwidth_GBps: " << m.inter.bandwidth_GBps << "}\n"
       << "  reduce_GBps: " << m.reduce_GBps << "\n"
+      << "  cache_bytes: " << m.cache_bytes << "\n"
+      << "  memory_bandwidth_GBps: " << m.memory_bandwidth_GBps << "\n"
+      << "  memory_reduce_GBps: " << m.memory_reduce_GBps << "\n"
       << "  eager_threshold_bytes: " << m.eager_threshold_bytes << "\n"
       << "  jitter: 0\n";
   if (!out) throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: cannot write " + c.output);
-  std::printf("# overhead %.2f us per message, alpha %.2f us, bandwidth %.3f GB/s, reduce %.2f GB/s, %d cores -> %s\n",
-              m.overhead_us, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps, m.cores_per_node,
-              c.output.c_str());
+  std::printf("# overhead %.2f us per message, alpha %.2f us, bandwidth %.3f GB/s, reduce %.2f GB/s, %d cores;"
+              " above %zu B: bandwidth %.3f GB/s, reduce %.2f GB/s -> %s\n",
+              m.overhead_us, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps, m.cores_per_node, m.cache_bytes,
+              m.memory_bandwidth_GBps, m.memory_reduce_GBps, c.output.c_str());
   return m;
 }
 

@@ -2,13 +2,16 @@
 // simulator's network profile; with --validate, compare the simulator's
 // predictions on that profile with measured times.
 //
-//   alpha  one-way latency: the time of an 8-byte exchange between 2 ranks
-//          (each sends to the other at once, as every ring step does);
-//   beta   bandwidth: 1 / slope of a least-squares line through the exchange
-//          times of 1..64 MiB (the intercept, rendezvous round trips, is
-//          simulated by the protocol itself, not fitted);
-//   gamma  reduction throughput: bytes of float32 SUM (dst = dst + src) per
-//          second of one core, over 64 MiB.
+//   overhead  CPU time per message: a stream of 8-byte broadcasts, 2 ranks;
+//   alpha     what an 8-byte exchange between 2 ranks (each sends to the
+//             other at once, as every ring step does) leaves after that;
+//   beta      bandwidth: 1 / slope of a least-squares line through the
+//             exchange times of 256 KiB..2 MiB (in cache);
+//   gamma     reduction throughput: bytes of float32 SUM (dst = dst + src)
+//             per second of one core, on 256 KiB operands;
+//   and, where large exchanges are slower, the caches: the rate of a 64 MiB
+//   exchange and of a 64 MiB reduction, and the size where the exchange
+//   rate falls from one to the other (cache_bytes).
 //
 // The profile is YAML (version: 1, network: {...}) with the keys of a
 // scenario's network section; scenarios name it (network: {profile: F}) and

@@ -467,12 +467,12 @@ std::span<std::byte> TcpTransport::rx_destination(Peer& p) {
   if (!p.rx_landing) return p.payload_in;
   // Asked again before every write: the receive may have been aborted (and
   // its buffer freed) since the last one.
-  std::span<std::byte> zone = sink_ ? sink_->landing_zone(p.rx_frame) : std::span<std::byte>{};
-  if (zone.size() != p.rx_frame.bytes) {
+  const FrameSink::Landing zone = sink_ ? sink_->landing_zone(p.rx_frame) : FrameSink::Landing{};
+  if (zone.dst.size() != p.rx_frame.bytes || zone.reduce != p.rx_reduce) {
     p.rx_discard = true;
     return {};
   }
-  return zone;
+  return zone.dst;
 }
 
 bool TcpTransport::pump(int peer) {
@@ -487,7 +487,7 @@ bool TcpTransport::pump(int peer) {
     // aborted, and its buffer freed, since the last one.
     std::span<std::byte> into;
     bool direct = false;
-    if (p.rx_state != Peer::Rx::kHeader && p.rx_head == p.rx_tail &&
+    if (p.rx_state != Peer::Rx::kHeader && p.rx_head == p.rx_tail && !p.rx_reduce &&
         p.rx_frame.bytes - p.rx_got >= kDirectReadBytes) {
       std::span<std::byte> dst = rx_destination(p);
       if (!dst.empty()) {
@@ -548,6 +548,7 @@ bool TcpTransport::parse(int peer) {
         p.rx_frame.bytes = n;
         p.rx_got = 0;
         p.rx_discard = false;
+        p.rx_landing = p.rx_reduce = false;
         p.rx_state = Peer::Rx::kGoodbye;
         continue;
       }
@@ -561,23 +562,41 @@ bool TcpTransport::parse(int peer) {
       p.rx_frame = *h;
       p.rx_got = 0;
       p.rx_discard = false;
+      p.rx_landing = p.rx_reduce = false;
       if (h->bytes == 0) {
         frame_received(peer);
         continue;
       }
       p.rx_state = Peer::Rx::kPayload;
-      std::span<std::byte> zone =
-          sink_ && h->kind == FrameKind::kData ? sink_->landing_zone(*h) : std::span<std::byte>{};
-      p.rx_landing = zone.size() == h->bytes;
+      const FrameSink::Landing zone = sink_ && h->kind == FrameKind::kData ? sink_->landing_zone(*h) : FrameSink::Landing{};
+      p.rx_landing = zone.dst.size() == h->bytes;
+      p.rx_reduce = p.rx_landing && zone.reduce;
+      p.rx_zone_op = zone.op;
       if (!p.rx_landing) p.payload_in.resize(h->bytes);
       continue;
     }
     // A payload (or a goodbye's reason): take what is staged.
     const std::uint64_t want = p.rx_frame.bytes - p.rx_got;
-    const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(want, staged));
+    std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(want, staged));
+    // A reduction lands whole elements, each as soon as it is here (while
+    // the staged bytes are still in cache); a split element waits.
+    const std::size_t esize = p.rx_reduce ? dtype_size(p.rx_frame.dtype) : 1;
+    take -= take % esize;
+    if (take == 0 && want > 0) return true;
+    if (p.rx_reduce && reinterpret_cast<std::uintptr_t>(p.rx.get() + p.rx_head) % esize != 0) {
+      // Elements are read in place: align them (the staging buffer is).
+      std::memmove(p.rx.get(), p.rx.get() + p.rx_head, staged);
+      p.rx_tail = staged;
+      p.rx_head = 0;
+    }
     if (take > 0) {
       std::span<std::byte> dst = rx_destination(p);
-      if (!dst.empty()) std::memcpy(dst.data() + p.rx_got, p.rx.get() + p.rx_head, take);
+      if (dst.empty()) {
+      } else if (p.rx_reduce) {
+        reduce(dst.data() + p.rx_got, p.rx.get() + p.rx_head, take / esize, p.rx_frame.dtype, p.rx_zone_op);
+      } else {
+        std::memcpy(dst.data() + p.rx_got, p.rx.get() + p.rx_head, take);
+      }
       p.rx_head += take;
       p.rx_got += take;
     }

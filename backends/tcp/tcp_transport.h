@@ -165,6 +165,8 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
     FrameHeader rx_frame;        // the frame whose payload is arriving
     std::uint64_t rx_got = 0;    // of its payload bytes
     bool rx_landing = false;     // its payload goes to the sink's landing zone
+    bool rx_reduce = false;      // ... combined into it (always through staging)
+    ReduceOp rx_zone_op = ReduceOp::kSum;
     bool rx_discard = false;     // the landing zone went away: drop the payload
     bool rx_armed = false;       // an async_wait for readability is outstanding
     std::vector<std::byte> payload_in;
