@@ -251,6 +251,36 @@ TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
   EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
 }
 
+// Messages larger than cache_bytes move at memory_bandwidth_GBps; smaller
+// ones, and every message without cache_bytes, at the link's bandwidth.
+TEST(NetworkProfile, MessagesThatDoNotFitTheCachesMoveAtTheMemoryRate) {
+  auto time_of = [](const std::string& extra) {
+    const std::string text =
+        "version: 1\nname: x\nworld: 2\n"
+        "network: {ranks_per_node: 0, cpu_bound: true, jitter: 0, intra: {alpha_us: 0, bandwidth_GBps: 4}" + extra + "}\n"
+        "tensors:\n  t: {dtype: float32, shape: [1048576], init: \"rank\"}\n"
+        "program:\n  - {op: broadcast, tensor: t, src: 0}\n";
+    const ScenarioResult r = run_scenario(load_text(text, "cache.yaml"), {});
+    EXPECT_TRUE(r.passed);
+    return static_cast<double>(r.virtual_time);
+  };
+  const double base = time_of("");
+  const double fits = time_of(", cache_bytes: 8388608, memory_bandwidth_GBps: 2");
+  const double spills = time_of(", cache_bytes: 1048576, memory_bandwidth_GBps: 2");
+  EXPECT_EQ(fits, base);
+  // 4 MiB at 2 instead of 4 GB/s: about twice as long (the rendezvous
+  // handshake is the same in both).
+  EXPECT_GT(spills, 1.8 * base);
+  EXPECT_LT(spills, 2.2 * base);
+  try {
+    load_text("version: 1\nname: x\nworld: 2\nnetwork:\n  memory_bandwidth_GBps: -1\nprogram:\n  - {op: barrier}\n",
+              "neg.yaml");
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("neg.yaml:5"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace collie::scenario
 

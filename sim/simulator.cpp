@@ -313,10 +313,10 @@ std::uint32_t Simulator::alloc_frame() {
 
 bool Simulator::out_of_cache(const FrameHeader& h) const {
   if (model_.cache_bytes == 0) return false;
-  // The working set of a message's copies and its reduction is the message
-  // itself: a ring's segments of a large tensor stay in cache as they are
-  // forwarded and reduced; a tree's whole-tensor messages do not.
-  return h.bytes > model_.cache_bytes;
+  // The working set: the message, or the collective's per-rank tensor it is
+  // a segment of (a ring's segments of a large tensor come from memory).
+  const std::uint64_t op_bytes = h.fp.op != CollectiveKind::kNone ? h.fp.count * dtype_size(h.fp.dtype) : 0;
+  return std::max<std::uint64_t>(h.bytes, op_bytes) > model_.cache_bytes;
 }
 
 Nanos Simulator::claim_core(int rank, Nanos t, Nanos dur) {

@@ -54,6 +54,18 @@ std::vector<BenchRow> measure_tcp(const std::string& op, int nranks, const std::
   return rows_from_json(text.str());
 }
 
+// The best (smallest) time of each size over `runs` separate runs: the host
+// is shared, and contention only ever makes a run slower.
+std::vector<BenchRow> measure_tcp_best(const std::string& op, int nranks, const std::string& sizes, int runs = 3) {
+  std::vector<BenchRow> best = measure_tcp(op, nranks, sizes);
+  for (int run = 1; run < runs; ++run) {
+    const auto rows = measure_tcp(op, nranks, sizes);
+    for (std::size_t i = 0; i < best.size() && i < rows.size(); ++i)
+      if (rows[i].time_us < best[i].time_us) best[i] = rows[i];
+  }
+  return best;
+}
+
 // gamma: bytes of dst per second for dst = dst + src (float32), one core,
 // on operands of `bytes`: 256 KiB for the in-cache rate (the ring's
 // segments, reduced as they arrive), 64 MiB for the rate from memory.
@@ -90,9 +102,9 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
   // Bandwidth from exchanges of 256 KiB..2 MiB (in cache: the ring's
   // segments are 256 KiB); the rate from memory from 64 MiB, and the cache
   // size where the rate falls from one to the other.
-  const auto rows = measure_tcp("sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M,4M,8M,16M,64M");
+  const auto rows = measure_tcp_best("sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M,4M,8M,16M,64M");
   // A stream of 8-byte broadcasts at world 2: one message per CPU overhead.
-  const auto stream = measure_tcp("broadcast", 2, "8");
+  const auto stream = measure_tcp_best("broadcast", 2, "8");
   std::vector<ExchangeSample> samples;
   for (const auto& r : rows)
     if (r.bytes <= (2 << 20)) samples.push_back({static_cast<double>(r.bytes), r.time_us});
@@ -120,7 +132,10 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
     m.cache_bytes = 256 << 10;
     for (const auto& r : rows)
       if (r.bytes >= (256 << 10) && rate_GBps(r) > (m.intra.bandwidth_GBps + memory) / 2) m.cache_bytes = r.bytes;
-    m.memory_reduce_GBps = measure_reduce_GBps(64 << 20);
+    // memory_reduce_GBps stays 0: the TCP backend reduces a payload as it
+    // arrives, from its staging buffer, so the in-cache rate applies
+    // (measure_reduce_GBps(64 << 20) is the rate a whole-buffer reduction
+    // would have).
   }
   m.jitter_fraction = 0;
 
@@ -180,7 +195,7 @@ void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
     std::string item;
     while (std::getline(list, item, ',')) sim_opts.sizes.push_back(parse_size(item));
   }
-  std::printf("# validation: predicted (simulator, this profile) vs measured (tcp processes on this host)\n");
+  std::printf("# validation: predicted (simulator, this profile) vs measured (tcp processes on this host, best of 3 runs)\n");
   std::printf("# %-11s %5s %10s %13s %13s %8s\n", "op", "ranks", "bytes", "measured_us", "predicted_us", "error");
   std::vector<double> large, small;
   std::map<std::string, std::vector<double>> large_by_op;
@@ -188,7 +203,7 @@ void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
     for (const auto& op : ops) {
       sim_opts.op = op;
       validate(sim_opts, w);
-      const auto measured = measure_tcp(op, w, c.sizes);
+      const auto measured = measure_tcp_best(op, w, c.sizes);
       const auto predicted = bench_in_process(sim_opts, "sim", w, 1, m);
       for (const auto& meas : measured) {
         auto p = std::find_if(predicted.begin(), predicted.end(), [&](const BenchRow& r) { return r.bytes == meas.bytes; });
