@@ -272,6 +272,10 @@ int main(int argc, char** argv) {
   launch->add_option("--master-port", lo.master_port, "rank 0's rendezvous port (default: a free one)");
   bool no_prefix = false;
   launch->add_flag("--no-prefix", no_prefix, "do not prefix output lines with the rank");
+  std::string bind_to = "none";
+  launch->add_option("--bind-to", bind_to,
+                     "core: pin rank r to the r-th usable CPU when there are enough; none: do not pin (default)")
+      ->check(CLI::IsMember({"core", "none"}));
   launch->add_option("command", lo.command, "the program and its arguments (after --)")->required();
 
   // bench
@@ -297,6 +301,7 @@ int main(int argc, char** argv) {
 
   if (*launch) {
     lo.prefix = !no_prefix;
+    lo.bind_to_core = bind_to == "core";
     return collie::tools::launch(lo);
   }
 

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <asio.hpp>
@@ -67,6 +68,13 @@ int launch(const LaunchOptions& o) {
     int status = 0;
   };
   std::vector<Proc> procs(static_cast<std::size_t>(n));
+  // The CPUs to pin ranks to, in order; empty: no pinning.
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (o.bind_to_core && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= n)
+    for (int c = 0; c < CPU_SETSIZE && static_cast<int>(cpus.size()) < n; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   std::cout.flush();
   for (int r = 0; r < n; ++r) {
     int fds[2];
@@ -91,6 +99,12 @@ int launch(const LaunchOptions& o) {
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("COLLIE_JOB_TOKEN", token.c_str(), 1);
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[static_cast<std::size_t>(r)], &one);
+        ::sched_setaffinity(0, sizeof one, &one);  // best effort: a refusal leaves the rank unpinned
+      }
       std::vector<char*> argv;
       for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

@@ -13,6 +13,11 @@ struct LaunchOptions {
   int master_port = 0;               // 0: a free port
   bool prefix = true;                // prefix output lines with "[rank R] "
   double grace_s = 5;                // after a rank fails, how long the others may take to notice
+  // Pin local rank r to the r-th CPU this launcher may use, when there are
+  // at least nprocs of them (as mpirun's --bind-to core). Off by default, as
+  // torchrun: on the 2-CPU development VM pinned ranks were slower for small
+  // messages (docs/PERFORMANCE.md).
+  bool bind_to_core = false;
 };
 
 // Runs the job; returns the exit code for `collie launch` (0: every rank
