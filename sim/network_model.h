@@ -22,9 +22,12 @@
 // So a one-way stream of B-byte messages moves at bandwidth, while two ranks
 // exchanging at once each take 2d (both directions share one CPU).
 //
-// Caches (cache_bytes > 0): ops whose tensors do not fit move and reduce at
-// the memory rates instead (working_set() in simulator.cpp says which size
-// counts); a rank's reductions use the rate of the last frame it received.
+// Caches (cache_bytes > 0): a message larger than cache_bytes moves at the
+// memory rate; a smaller message that is a segment of a collective whose
+// per-rank tensor (all_gather: its output) does not fit (a ring's) at the
+// harmonic mean of the two
+// rates (one end streams it from memory, the other has it in cache). A
+// rank's reductions use memory_reduce_GBps after receiving such a frame.
 #pragma once
 
 #include <cstddef>

@@ -176,7 +176,16 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   const bool same_node = model_.ranks_per_node <= 0 || src / model_.ranks_per_node == h.dst / model_.ranks_per_node;
   const LinkModel& link = same_node ? model_.intra : model_.inter;
   double bandwidth = link.bandwidth_GBps;
-  if (out_of_cache(h) && model_.memory_bandwidth_GBps > 0) bandwidth = std::min(bandwidth, model_.memory_bandwidth_GBps);
+  if (model_.memory_bandwidth_GBps > 0) {
+    if (h.bytes > model_.cache_bytes && out_of_cache(h)) {
+      bandwidth = std::min(bandwidth, model_.memory_bandwidth_GBps);
+    } else if (out_of_cache(h)) {
+      // A segment of a tensor that does not fit: one end streams it from
+      // memory, the other has it in cache (just reduced, or about to be
+      // forwarded): half of each byte's cost at each rate.
+      bandwidth = std::min(bandwidth, 2.0 / (1.0 / bandwidth + 1.0 / model_.memory_bandwidth_GBps));
+    }
+  }
   double alpha = link.alpha_us * 1000.0;
   for (const LinkDegradation& d : plan_.degradations) {
     if (!d.window.contains(now_)) continue;
@@ -315,7 +324,10 @@ bool Simulator::out_of_cache(const FrameHeader& h) const {
   if (model_.cache_bytes == 0) return false;
   // The working set: the message, or the collective's per-rank tensor it is
   // a segment of (a ring's segments of a large tensor come from memory).
-  const std::uint64_t op_bytes = h.fp.op != CollectiveKind::kNone ? h.fp.count * dtype_size(h.fp.dtype) : 0;
+  std::uint64_t op_bytes = h.fp.op != CollectiveKind::kNone ? h.fp.count * dtype_size(h.fp.dtype) : 0;
+  // all_gather's count is its input; what it writes is n times that (n:
+  // the world here -- frames do not carry the group's size).
+  if (h.fp.op == CollectiveKind::kAllGather) op_bytes *= static_cast<std::uint64_t>(world_size_);
   return std::max<std::uint64_t>(h.bytes, op_bytes) > model_.cache_bytes;
 }
 
