@@ -54,18 +54,6 @@ Work completed_work(Transport* t, bool not_member, std::string description) {
   return Work(std::move(s));
 }
 
-}  // namespace collie
-
-namespace collie {
-
-std::string OpInfo::describe() const {
-  std::string s = "rank " + std::to_string(rank) + ": ";
-  if (fp.op != CollectiveKind::kNone) return s + describe_call(fp) + " on " + group;
-  s += op + " #" + std::to_string(seq) + " on " + group + (is_send ? " to " : " from ");
-  s += any_source ? std::string("any rank") : "rank " + std::to_string(peer);
-  return s + " (tag " + std::to_string(tag) + ", " + std::string(dtype_name(dtype)) + " x " + std::to_string(count) + ")";
-}
-
 std::string WorkState::describe() const {
   if (!description.empty() || !info) return description;
   return info->describe();

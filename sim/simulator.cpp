@@ -176,15 +176,13 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   const bool same_node = model_.ranks_per_node <= 0 || src / model_.ranks_per_node == h.dst / model_.ranks_per_node;
   const LinkModel& link = same_node ? model_.intra : model_.inter;
   double bandwidth = link.bandwidth_GBps;
-  if (model_.memory_bandwidth_GBps > 0) {
-    if (h.bytes > model_.cache_bytes && out_of_cache(h)) {
-      bandwidth = std::min(bandwidth, model_.memory_bandwidth_GBps);
-    } else if (out_of_cache(h)) {
-      // A segment of a tensor that does not fit: one end streams it from
-      // memory, the other has it in cache (just reduced, or about to be
-      // forwarded): half of each byte's cost at each rate.
-      bandwidth = std::min(bandwidth, 2.0 / (1.0 / bandwidth + 1.0 / model_.memory_bandwidth_GBps));
-    }
+  if (model_.memory_bandwidth_GBps > 0 && out_of_cache(h)) {
+    // A message that does not fit streams from memory at both ends; a
+    // segment of a tensor that does not fit only at one (the other has it in
+    // cache: just reduced, or about to be forwarded): half of each byte's
+    // cost at each rate.
+    const double memory = model_.memory_bandwidth_GBps;
+    bandwidth = std::min(bandwidth, h.bytes > model_.cache_bytes ? memory : 2.0 / (1.0 / bandwidth + 1.0 / memory));
   }
   double alpha = link.alpha_us * 1000.0;
   for (const LinkDegradation& d : plan_.degradations) {

@@ -308,17 +308,25 @@ std::string TcpTransport::unconnected() const {
   return s;
 }
 
+namespace {
+// Frames gathered into one sendmsg(2).
+constexpr int kMaxFramesPerWrite = 16;
+// Staging per connection: one read takes up to this many bytes.
+constexpr std::size_t kStagingBytes = 64 * 1024;
+// A payload with at least this much left, and nothing staged, is read
+// straight into its destination (no staging copy).
+constexpr std::uint64_t kDirectReadBytes = 16 * 1024;
+// One pump reads at most this much before letting the loop run (a long
+// receive must not hold up the sends and reductions it feeds).
+constexpr std::size_t kPumpBudgetBytes = 1024 * 1024;
+}  // namespace
+
 void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
   Peer& p = *peers_[static_cast<std::size_t>(h.dst)];
   if (p.lost) return;  // the core was told; nothing will complete
   p.out.push_back(Out{encode(h), payload, cookie});
   if (p.up && !p.wr_blocked) flush_writes(h.dst);
 }
-
-namespace {
-// Frames gathered into one sendmsg(2).
-constexpr int kMaxFramesPerWrite = 16;
-}  // namespace
 
 bool TcpTransport::flush_writes(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
@@ -437,17 +445,6 @@ void TcpTransport::arm_write(int peer) {
     if (!ec && !q.lost) flush_writes(peer);
   });
 }
-
-namespace {
-// Staging per connection: one read takes up to this many bytes.
-constexpr std::size_t kStagingBytes = 64 * 1024;
-// A payload with at least this much left, and nothing staged, is read
-// straight into its destination (no staging copy).
-constexpr std::uint64_t kDirectReadBytes = 16 * 1024;
-// One pump reads at most this much before letting the loop run (a long
-// receive must not hold up the sends and reductions it feeds).
-constexpr std::size_t kPumpBudgetBytes = 1024 * 1024;
-}  // namespace
 
 void TcpTransport::connection_up(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];

@@ -195,16 +195,12 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   // Where the payload being received goes (empty: discard it).
   std::span<std::byte> rx_destination(Peer& p);
   void frame_received(int peer);
+  void read_ended(int peer, const asio::error_code& ec);
   // TcpEventLoop::Source
   bool run_ready() override;
   bool poll_sockets() override;
   bool arm() override;
-  std::vector<pollfd> pollfds_;  // scratch for poll_sockets
-  std::vector<int> pollpeers_;
   void arm_write(int peer);
-  std::vector<void*> sent_;  // completed sends not yet reported to the sink
-  std::vector<int> up_;      // peers whose connection is up, for poll_sockets
-  void read_ended(int peer, const asio::error_code& ec);
   void lose(int peer, const std::string& why, bool clean = false);
   std::string peer_name(int peer) const;
 
@@ -217,6 +213,9 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   std::string first_loss_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
+  std::vector<void*> sent_;                   // completed sends not yet reported to the sink
+  std::vector<pollfd> pollfds_;               // poll_sockets' scratch: the sockets
+  std::vector<int> pollpeers_;                // ... and their peers
   std::shared_ptr<bool> alive_;               // handlers check it after close()
   // What arrived before attach(): replayed from the event loop once attached.
   std::vector<std::function<void()>> early_;
