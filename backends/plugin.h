@@ -11,7 +11,8 @@
 
 #include "backends/backend.h"
 
-#define COLLIE_PLUGIN_ABI_VERSION 1
+// 2: Transport gained charges_compute_time().
+#define COLLIE_PLUGIN_ABI_VERSION 2
 
 extern "C" {
 

@@ -100,7 +100,7 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
   const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info.seq), &peers)
                                 : engine.describe_waits(w, &peers);
   std::string detail = "did not complete within " + duration_text(timeout);
-  if (!info.step.empty()) detail += " (at algorithm step '" + info.step + "')";
+  if (info.step_phase) detail += " (at algorithm step '" + info.step() + "')";
   if (waits.empty()) {
     detail += "; nothing of it is in flight (its peers never sent or never called it)";
   } else {
@@ -117,7 +117,7 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
 }  // namespace
 
 std::shared_ptr<OpInfo> Communicator::new_op(const std::string& op, const GroupState& g, std::int64_t seq) {
-  auto info = std::make_shared<OpInfo>();
+  auto info = std::allocate_shared<OpInfo>(PoolAllocator<OpInfo>{});
   info->rank = rank_;
   info->op = op;
   info->group = g.name;
@@ -153,14 +153,23 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
                         : g.timeout_ns > 0   ? g.timeout_ns
                                              : opts_.default_timeout_ns;
   if (timeout <= 0) return;
-  const Nanos when = t_.now() + timeout;
-  deadlines_.emplace(when, Deadline{timeout, w, info, collective, g.coll_context});
-  if (deadlines_.size() > 2 * deadlines_after_sweep_ + 64) {
-    std::erase_if(deadlines_, [](const auto& e) {
-      auto live = e.second.work.lock();
-      return !live || live->completed;
-    });
-    deadlines_after_sweep_ = deadlines_.size();
+  DeadlineLane* lane = nullptr;
+  for (auto& l : deadline_lanes_)
+    if (l.timeout == timeout) lane = &l;
+  if (!lane) lane = &deadline_lanes_.emplace_back(DeadlineLane{timeout, {}});
+  Nanos when = t_.now() + timeout;
+  if (!lane->entries.empty()) when = std::max(when, lane->entries.back().when);  // keeps the lane sorted
+  lane->entries.push_back(Deadline{when, w, info, collective, g.coll_context});
+  if (++deadlines_ > 2 * deadlines_after_sweep_ + 64) {
+    deadlines_ = 0;
+    for (auto& l : deadline_lanes_) {
+      std::erase_if(l.entries, [](const Deadline& d) {
+        auto live = d.work.lock();
+        return !live || live->completed;
+      });
+      deadlines_ += l.entries.size();
+    }
+    deadlines_after_sweep_ = deadlines_;
   }
   arm(when);
 }
@@ -179,14 +188,22 @@ void Communicator::arm(Nanos when) {
 
 void Communicator::expire_deadlines() {
   const Nanos now = t_.now();
-  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-    Deadline d = std::move(deadlines_.begin()->second);
-    deadlines_.erase(deadlines_.begin());
-    auto w = d.work.lock();
-    if (w && !w->completed) fire_timeout(engine_, w, *d.info, d.timeout, d.collective, d.context);
+  std::optional<Nanos> next;
+  for (std::size_t i = 0; i < deadline_lanes_.size(); ++i) {
+    // Looked up again after every abort, which could watch new ops.
+    while (!deadline_lanes_[i].entries.empty() && deadline_lanes_[i].entries.front().when <= now) {
+      Deadline d = std::move(deadline_lanes_[i].entries.front());
+      deadline_lanes_[i].entries.pop_front();
+      --deadlines_;
+      auto w = d.work.lock();
+      if (w && !w->completed)
+        fire_timeout(engine_, w, *d.info, deadline_lanes_[i].timeout, d.collective, d.context);
+    }
   }
-  if (deadlines_after_sweep_ > deadlines_.size()) deadlines_after_sweep_ = deadlines_.size();
-  if (!deadlines_.empty()) arm(deadlines_.begin()->first);
+  for (const auto& l : deadline_lanes_)
+    if (!l.entries.empty() && (!next || l.entries.front().when < *next)) next = l.entries.front().when;
+  if (deadlines_after_sweep_ > deadlines_) deadlines_after_sweep_ = deadlines_;
+  if (next) arm(*next);
 }
 
 Communicator::Communicator(Transport& transport, CommunicatorOptions options)
@@ -363,7 +380,7 @@ Work Communicator::launch(CollectiveCall call) {
   GroupState& g = *call.group;
   auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
-  auto outer = std::make_shared<WorkState>();
+  auto outer = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   outer->transport = &t_;
   outer->posted_at = t_.now();
   outer->info = info;

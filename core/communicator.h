@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -167,15 +168,21 @@ class Communicator {
   // timer (the watchdog) is armed at the earliest deadline, so a job of a
   // million ops holds one timer, and entries of finished ops are swept
   // once they outnumber the live ones (memory stays proportional to the
-  // ops in flight).
+  // ops in flight). Entries are kept in one FIFO lane per distinct timeout:
+  // the clock never goes back, so each lane is in deadline order.
   struct Deadline {
-    Nanos timeout = 0;
+    Nanos when = 0;
     std::weak_ptr<WorkState> work;
     std::shared_ptr<OpInfo> info;
     bool collective = false;
     std::uint32_t context = 0;
   };
-  std::multimap<Nanos, Deadline> deadlines_;
+  struct DeadlineLane {
+    Nanos timeout = 0;
+    std::deque<Deadline, PoolAllocator<Deadline>> entries;
+  };
+  std::vector<DeadlineLane> deadline_lanes_;
+  std::size_t deadlines_ = 0;  // entries in all lanes
   std::size_t deadlines_after_sweep_ = 0;
   std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
   void arm(Nanos when);

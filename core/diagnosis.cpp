@@ -14,7 +14,7 @@ std::string op_text(const std::shared_ptr<const OpInfo>& info) {
   std::string s = info->op;
   if (info->seq >= 0) s += " #" + std::to_string(info->seq);
   s += " on " + info->group;
-  if (!info->step.empty()) s += ", step '" + info->step + "'";
+  if (info->step_phase) s += ", step '" + info->step() + "'";
   return s;
 }
 

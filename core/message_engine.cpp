@@ -30,7 +30,7 @@ MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_b
 MessageEngine::~MessageEngine() = default;
 
 std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
-  auto w = std::make_shared<WorkState>();
+  auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   w->transport = &t_;
   w->posted_at = t_.now();
   (void)info;
@@ -317,7 +317,7 @@ void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span
 }
 
 void MessageEngine::finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes) {
-  if (bytes == 0) {
+  if (bytes == 0 || !t_.charges_compute_time()) {
     w->finish(nullptr);
     return;
   }
@@ -342,7 +342,7 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
     PendingSend& ps = sends_[id];
     ps.header = c;
     ps.buf = TensorView{text->data(), DType::kUInt8, text->size(), MemorySpace::kHost};
-    ps.work = std::make_shared<WorkState>();
+    ps.work = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
     ps.work->transport = &t_;
     ps.keepalive = text;
     t_.post_send(c, {reinterpret_cast<const std::byte*>(text->data()), text->size()},
@@ -516,7 +516,7 @@ std::string who(const std::shared_ptr<const OpInfo>& info) {
   std::string s = info->op;
   if (info->seq >= 0) s += " #" + std::to_string(info->seq);
   if (!info->group.empty()) s += " on " + info->group;
-  if (!info->step.empty()) s += " at step '" + info->step + "'";
+  if (info->step_phase) s += " at step '" + info->step() + "'";
   return s;
 }
 }  // namespace

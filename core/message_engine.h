@@ -201,12 +201,18 @@ class MessageEngine final : public FrameSink {
   std::unordered_map<int, std::uint64_t> out_seq_;  // next channel_seq per destination
   std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
   std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
-  std::list<PostedRecv> posted_;
-  std::list<StoredFrame> unexpected_;
+  std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
+  std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;
-  std::unordered_map<std::uint64_t, PendingSend> sends_;         // by send id (== rendezvous id)
-  std::map<std::pair<int, std::uint64_t>, PostedRecv> inbound_;  // (src, rendezvous id) -> receive
-  std::map<std::pair<std::uint32_t, std::uint64_t>, ActiveCollective> active_;
+  std::unordered_map<std::uint64_t, PendingSend, std::hash<std::uint64_t>, std::equal_to<>,
+                     PoolAllocator<std::pair<const std::uint64_t, PendingSend>>>
+      sends_;  // by send id (== rendezvous id)
+  std::map<std::pair<int, std::uint64_t>, PostedRecv, std::less<>,
+           PoolAllocator<std::pair<const std::pair<int, std::uint64_t>, PostedRecv>>>
+      inbound_;  // (src, rendezvous id) -> receive
+  std::map<std::pair<std::uint32_t, std::uint64_t>, ActiveCollective, std::less<>,
+           PoolAllocator<std::pair<const std::pair<std::uint32_t, std::uint64_t>, ActiveCollective>>>
+      active_;
   struct KnownContext {
     std::uint64_t digest;
     std::string group;

@@ -10,4 +10,9 @@ std::string OpInfo::describe() const {
   return s + " (tag " + std::to_string(tag) + ", " + std::string(dtype_name(dtype)) + " x " + std::to_string(count) + ")";
 }
 
+std::string OpInfo::step() const {
+  if (!step_phase) return {};
+  return step_index < 0 ? std::string(step_phase) : std::string(step_phase) + " " + std::to_string(step_index);
+}
+
 }  // namespace collie

@@ -22,7 +22,11 @@ struct OpInfo {
   Fingerprint fp;         // collectives only
   Nanos started_at = 0;
   std::uint64_t id = 0;   // unique per rank, in issue order (1-based)
-  std::string step;       // the algorithm step the op is in, for reports
+  // The algorithm step the op is in, for reports: a phase name with static
+  // storage duration and an optional index (-1: none). step() spells it.
+  const char* step_phase = nullptr;
+  int step_index = -1;
+  std::string step() const;
   // Point-to-point ops only: the peer (global rank; -1 with any_source),
   // tag and buffer.
   bool is_send = false;

@@ -12,8 +12,9 @@
 #include <coroutine>
 #include <exception>
 #include <optional>
-#include <unordered_set>
 #include <utility>
+
+#include "core/small_pool.h"
 
 namespace collie {
 
@@ -22,7 +23,14 @@ class Task;
 
 namespace detail {
 
-struct TaskPromiseBase {
+// Coroutine frames come from the thread's SmallPool: every op allocates and
+// frees several.
+struct PooledFrame {
+  static void* operator new(std::size_t bytes) { return pool_allocate(bytes); }
+  static void operator delete(void* p, std::size_t bytes) noexcept { pool_deallocate(p, bytes); }
+};
+
+struct TaskPromiseBase : PooledFrame {
   std::coroutine_handle<> continuation = std::noop_coroutine();
   std::exception_ptr error;
 
@@ -123,8 +131,10 @@ inline Task<void> TaskPromise<void>::get_return_object() noexcept {
 class SpawnRegistry;
 
 struct Spawned {
-  struct promise_type {
+  struct promise_type : detail::PooledFrame {
     SpawnRegistry* registry = nullptr;
+    promise_type* prev = nullptr;  // the registry's list of live frames
+    promise_type* next = nullptr;
     Spawned get_return_object() noexcept {
       return Spawned{std::coroutine_handle<promise_type>::from_promise(*this)};
     }
@@ -147,26 +157,40 @@ class SpawnRegistry {
   SpawnRegistry(const SpawnRegistry&) = delete;
   SpawnRegistry& operator=(const SpawnRegistry&) = delete;
   ~SpawnRegistry() {
-    auto live = std::move(live_);
-    live_.clear();
-    for (void* a : live) std::coroutine_handle<Spawned::promise_type>::from_address(a).destroy();
+    while (head_) {
+      Spawned::promise_type* p = head_;
+      unlink(p);
+      std::coroutine_handle<Spawned::promise_type>::from_promise(*p).destroy();
+    }
   }
   // Takes ownership of `s` and runs it until its first suspension.
   void spawn(Spawned s) {
-    s.handle.promise().registry = this;
-    live_.insert(s.handle.address());
+    Spawned::promise_type& p = s.handle.promise();
+    p.registry = this;
+    p.next = head_;
+    if (head_) head_->prev = &p;
+    head_ = &p;
+    ++live_;
     s.handle.resume();
   }
-  std::size_t live() const { return live_.size(); }
+  std::size_t live() const { return live_; }
 
  private:
   friend struct Spawned::promise_type::FinalAwaiter;
-  std::unordered_set<void*> live_;
+  void unlink(Spawned::promise_type* p) noexcept {
+    if (p->prev) p->prev->next = p->next;
+    else head_ = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->prev = p->next = nullptr;
+    p->registry = nullptr;
+    --live_;
+  }
+  Spawned::promise_type* head_ = nullptr;  // live frames, newest first
+  std::size_t live_ = 0;
 };
 
 inline void Spawned::promise_type::FinalAwaiter::await_suspend(std::coroutine_handle<promise_type> h) noexcept {
-  SpawnRegistry* r = h.promise().registry;
-  if (r) r->live_.erase(h.address());
+  if (SpawnRegistry* r = h.promise().registry) r->unlink(&h.promise());
   h.destroy();
 }
 

@@ -107,6 +107,12 @@ class Transport {
   // the work synchronously and resume as schedule() does).
   virtual void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) = 0;
 
+  // True when reductions cost time that only schedule_after_compute() makes
+  // pass (the simulator's virtual compute time). False, the default, for
+  // transports that reduce synchronously: the core then carries on at once
+  // instead of scheduling a resumption.
+  virtual bool charges_compute_time() const { return false; }
+
   // Resumes `h` once this rank's clock (now()) reads at least `when`.
   virtual void schedule_at(Nanos when, std::coroutine_handle<> h) = 0;
 

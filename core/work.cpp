@@ -46,7 +46,7 @@ void Work::wait(Nanos timeout) {
 }
 
 Work completed_work(Transport* t, bool not_member, std::string description) {
-  auto s = std::make_shared<WorkState>();
+  auto s = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   s->transport = t;
   s->completed = true;
   s->not_member = not_member;

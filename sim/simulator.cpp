@@ -32,6 +32,7 @@ class Simulator::Endpoint final : public Transport {
   void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) override {
     sim_.schedule_after_compute(rank_, bytes, h);
   }
+  bool charges_compute_time() const override { return true; }
   void schedule_at(Nanos when, std::coroutine_handle<> h) override {
     // `when` is on this rank's (possibly skewed) clock.
     const auto r = static_cast<std::size_t>(rank_);

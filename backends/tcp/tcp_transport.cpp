@@ -46,10 +46,14 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
     }
     for (std::size_t i = 0; i < sources_.size(); ++i) progressed = sources_[i]->run_ready() || progressed;
     if (!ready_.empty()) {
-      auto h = ready_.front();
-      ready_.pop_front();
-      ++events_;
-      h.resume();
+      // Everything ready now runs in this turn; what it schedules waits for
+      // the next one, after the sockets had their turn.
+      for (std::size_t n = ready_.size(); n > 0 && !ready_.empty(); --n) {
+        auto h = ready_.front();
+        ready_.pop_front();
+        ++events_;
+        h.resume();
+      }
       last = t;
       continue;
     }

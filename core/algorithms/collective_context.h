@@ -47,9 +47,11 @@ class CollectiveContext {
   // Names the algorithm step the call is entering ("reduce_scatter 2"): it
   // shows in traces, timeouts and deadlock reports, and crash faults can
   // target it.
+  // `phase` must have static storage duration (a string literal).
   void step(const char* phase, int index = -1) {
-    info_->step = index < 0 ? std::string(phase) : std::string(phase) + " " + std::to_string(index);
-    if (observer_) observer_->step_begin(info_->rank, info_->id, info_->step, t_.now());
+    info_->step_phase = phase;
+    info_->step_index = index;
+    if (observer_) observer_->step_begin(info_->rank, info_->id, info_->step(), t_.now());
   }
 
   Work send(int peer, int tag, TensorView buf) {
@@ -89,7 +91,7 @@ class CollectiveContext {
   struct ComputeTime {
     Transport* t;
     std::uint64_t bytes;
-    bool await_ready() const noexcept { return false; }
+    bool await_ready() const noexcept { return !t->charges_compute_time(); }
     void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
     void await_resume() const noexcept {}
   };
