@@ -71,7 +71,6 @@ struct Communicator::CollectiveCall {
   std::string name;
   GroupState* group = nullptr;
   Fingerprint fp;
-  std::function<Task<void>(CollectiveContext&)> body;
   Nanos timeout_ns = 0;
 };
 
@@ -362,21 +361,28 @@ Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const
 
 namespace {
 
-Spawned run_collective(MessageEngine& engine, std::unique_ptr<CollectiveContext> ctx,
-                       std::function<Task<void>(CollectiveContext&)> body, std::shared_ptr<WorkState> outer) {
+// The call's context and body live in this frame (one pooled allocation per
+// call): `body(ctx)` makes the algorithm's coroutine.
+template <typename Body>
+Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g, Fingerprint fp,
+                       std::shared_ptr<OpInfo> info, OpObserver* observer, Body body,
+                       std::shared_ptr<WorkState> outer) {
+  CollectiveContext ctx(engine, t, g, fp, std::move(info), observer);
+  ctx.bind(outer);
   std::exception_ptr err;
   try {
-    co_await body(*ctx);
+    co_await body(ctx);
   } catch (...) {
     err = std::current_exception();
   }
-  engine.end_collective(ctx->context(), ctx->seq());
+  engine.end_collective(ctx.context(), ctx.seq());
   outer->finish(err);
 }
 
 }  // namespace
 
-Work Communicator::launch(CollectiveCall call) {
+template <typename Body>
+Work Communicator::launch(CollectiveCall call, Body body) {
   GroupState& g = *call.group;
   auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
@@ -387,9 +393,7 @@ Work Communicator::launch(CollectiveCall call) {
   watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
-  auto ctx = std::make_unique<CollectiveContext>(engine_, t_, g, call.fp, info, opts_.observer);
-  ctx->bind(outer);
-  ops_.spawn(run_collective(engine_, std::move(ctx), std::move(call.body), outer));
+  ops_.spawn(run_collective(engine_, t_, g, call.fp, std::move(info), opts_.observer, std::move(body), outer));
   return Work(outer);
 }
 
@@ -402,12 +406,12 @@ Work Communicator::broadcast(TensorView t, int src, const Group& group, Collecti
   CollectiveCall call{"broadcast", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kBroadcast, ReduceOp::kSum, static_cast<std::uint8_t>(a), t.dtype, src,
                         ++g.coll_seq, t.count};
-  call.body = [t, root, a](CollectiveContext& c) {
+  auto body = [t, root, a](CollectiveContext& c) {
     return a == Algorithm::kLinear ? algorithms::linear_broadcast(c, t, root)
                                    : algorithms::binomial_broadcast(c, t, root);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group, CollectiveOptions o) {
@@ -422,7 +426,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
   call.fp = Fingerprint{CollectiveKind::kReduce, op, static_cast<std::uint8_t>(a), t.dtype, dst, ++g.coll_seq,
                         t.count};
   Transport* tr = &t_;
-  call.body = [t, root, a, op, n, tr](CollectiveContext& c) -> Task<void> {
+  auto body = [t, root, a, op, n, tr](CollectiveContext& c) -> Task<void> {
     const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
     if (a == Algorithm::kLinear) {
       co_await algorithms::linear_reduce(c, t, root, combine);
@@ -432,7 +436,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
     if (op == ReduceOp::kAvg && c.rank() == root && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, CollectiveOptions o) {
@@ -446,7 +450,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
                         t.count};
   Transport* tr = &t_;
   const std::size_t seg = opts_.selection.ring_segment_bytes;
-  call.body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
+  auto body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
     const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
     switch (a) {
       case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
@@ -456,7 +460,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
     if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> list, const Group& group,
@@ -483,12 +487,12 @@ Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> 
   call.fp = Fingerprint{CollectiveKind::kScatter, ReduceOp::kSum, static_cast<std::uint8_t>(a), out.dtype, src,
                         ++g.coll_seq, out.count};
   std::vector<TensorView> l(list.begin(), list.end());
-  call.body = [out, l, root, a](CollectiveContext& c) {
+  auto body = [out, l, root, a](CollectiveContext& c) {
     return a == Algorithm::kLinear ? algorithms::linear_scatter(c, out, l, root)
                                    : algorithms::binomial_scatter(c, out, l, root);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> list, const Group& group,
@@ -515,12 +519,12 @@ Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> li
   call.fp = Fingerprint{CollectiveKind::kGather, ReduceOp::kSum, static_cast<std::uint8_t>(a), in.dtype, dst,
                         ++g.coll_seq, in.count};
   std::vector<TensorView> l(list.begin(), list.end());
-  call.body = [in, l, root, a](CollectiveContext& c) {
+  auto body = [in, l, root, a](CollectiveContext& c) {
     return a == Algorithm::kLinear ? algorithms::linear_gather(c, in, l, root)
                                    : algorithms::binomial_gather(c, in, l, root);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, const Group& group,
@@ -556,11 +560,11 @@ Work Communicator::launch_all_gather(GroupState& g, algorithms::GatherBlocks out
   CollectiveCall call{"all_gather", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kAllGather, ReduceOp::kSum, static_cast<std::uint8_t>(a), in.dtype, -1,
                         ++g.coll_seq, in.count};
-  call.body = [in, out = std::move(out), a](CollectiveContext& c) {
+  auto body = [in, out = std::move(out), a](CollectiveContext& c) {
     return a == Algorithm::kBruck ? algorithms::bruck_all_gather(c, out, in) : algorithms::ring_all_gather(c, out, in);
   };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 Work Communicator::barrier(const Group& group, CollectiveOptions o) {
@@ -570,9 +574,9 @@ Work Communicator::barrier(const Group& group, CollectiveOptions o) {
   CollectiveCall call{"barrier", &g, {}, {}};
   call.fp = Fingerprint{CollectiveKind::kBarrier, ReduceOp::kSum, static_cast<std::uint8_t>(a), DType::kUInt8, -1,
                         ++g.coll_seq, 0};
-  call.body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
+  auto body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
   call.timeout_ns = o.timeout_ns;
-  return launch(std::move(call));
+  return launch(std::move(call), std::move(body));
 }
 
 std::vector<std::string> Communicator::describe_pending() const { return engine_.describe_pending(); }

@@ -142,7 +142,10 @@ class Communicator {
   GroupState& resolve(const Group& g);
   const GroupState& resolve(const Group& g) const;
   Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g);
-  Work launch(CollectiveCall call);
+  // Starts a collective whose algorithm is `body(CollectiveContext&)`, a
+  // callable returning Task<void> (defined and used in communicator.cpp).
+  template <typename Body>
+  Work launch(CollectiveCall call, Body body);
   Work launch_all_gather(GroupState& g, algorithms::GatherBlocks out, TensorView in, const CollectiveOptions& o);
   std::shared_ptr<OpInfo> new_op(const std::string& op, const GroupState& g, std::int64_t seq);
   // Observer calls and the timeout timer of an op about to start.

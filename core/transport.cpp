@@ -1,10 +1,19 @@
 #include "core/transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <sstream>
 
+#include "core/small_pool.h"
+
 namespace collie {
+
+namespace {
+// Scratch up to this size comes from the SmallPool.
+constexpr std::size_t kPooledScratchBytes = 1024;
+}  // namespace
+
 
 void Transport::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
@@ -19,6 +28,13 @@ void Transport::finish_average(void* dst, std::size_t count, DType dtype, int di
 }
 
 std::shared_ptr<std::byte> Transport::allocate(std::size_t bytes) {
+  if (bytes <= kPooledScratchBytes) {
+    // Small scratch (a latency-bound op's temporary): block and count in one
+    // pooled allocation, aligned for any element type.
+    const std::size_t units = std::max<std::size_t>(1, (bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+    auto block = std::allocate_shared<std::max_align_t[]>(PoolAllocator<std::max_align_t>{}, units);
+    return std::shared_ptr<std::byte>(block, reinterpret_cast<std::byte*>(block.get()));
+  }
   auto* p = static_cast<std::byte*>(::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{64}));
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });
 }

@@ -133,7 +133,8 @@ class Transport {
   virtual void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
   virtual void finish_average(void* dst, std::size_t count, DType dtype, int divisor);
   // Scratch memory in the same space as this rank's tensors, freed with the
-  // returned pointer.
+  // returned pointer, aligned for any element type (the default: 64-byte
+  // aligned above 1 KiB; smaller blocks come from the SmallPool).
   virtual std::shared_ptr<std::byte> allocate(std::size_t bytes);
 };
 
