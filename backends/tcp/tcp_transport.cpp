@@ -313,6 +313,9 @@ std::string TcpTransport::unconnected() const {
 }
 
 namespace {
+// Up to this many peers, a spinning loop tries each socket's recv(2) instead
+// of asking poll(2) first.
+constexpr int kDirectSpinPeers = 2;
 // Frames gathered into one sendmsg(2).
 constexpr int kMaxFramesPerWrite = 16;
 // Staging per connection: one read takes up to this many bytes.
@@ -395,6 +398,24 @@ bool TcpTransport::run_ready() {
 
 bool TcpTransport::poll_sockets() {
   if (!*alive_) return false;
+  // With one or two peers, trying each socket costs no more system calls
+  // than poll(2) and saves the second call when data is there (about 1 us
+  // per exchange on loopback).
+  int live = 0;
+  for (int r = 0; r < world_ && live <= kDirectSpinPeers; ++r) {
+    const auto& p = peers_[static_cast<std::size_t>(r)];
+    live += p && p->up && !p->lost;
+  }
+  if (live <= kDirectSpinPeers) {
+    bool any = false;
+    for (int r = 0; r < world_ && *alive_; ++r) {
+      const auto& p = peers_[static_cast<std::size_t>(r)];
+      if (!p || !p->up || p->lost) continue;
+      if (p->wr_blocked) any = flush_writes(r) || any;
+      if (!p->lost) any = pump(r) || any;
+    }
+    return any;
+  }
   pollfds_.clear();
   pollpeers_.clear();
   for (int r = 0; r < world_; ++r) {
