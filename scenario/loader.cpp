@@ -296,8 +296,8 @@ class Loader {
   sim::NetworkModel network(const YAML::Node& n) {
     r_.expect_map(n, "network");
     r_.check_keys(n, {"profile", "ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter",
-                      "cpu_bound", "overhead_us", "cores_per_node", "cache_bytes", "memory_bandwidth_GBps",
-                      "memory_reduce_GBps"},
+                      "cpu_bound", "overhead_us", "oversubscribed_overhead_us", "cores_per_node", "cache_bytes",
+                      "memory_bandwidth_GBps", "memory_reduce_GBps"},
                   "network");
     sim::NetworkModel m;
     if (n["profile"]) {
@@ -336,9 +336,11 @@ class Loader {
       if (m.jitter_fraction < 0) r_.fail(n["jitter"], "jitter must be >= 0");
     }
     if (n["cpu_bound"]) m.cpu_bound = r_.as_bool(n["cpu_bound"], "cpu_bound");
-    if (n["overhead_us"]) {
-      m.overhead_us = r_.as_double(n["overhead_us"], "overhead_us");
-      if (m.overhead_us < 0) r_.fail(n["overhead_us"], "overhead_us must be >= 0");
+    for (auto [key, field] : {std::pair{"overhead_us", &m.overhead_us},
+                              std::pair{"oversubscribed_overhead_us", &m.oversubscribed_overhead_us}}) {
+      if (!n[key]) continue;
+      *field = r_.as_double(n[key], key);
+      if (*field < 0) r_.fail(n[key], std::string(key) + " must be >= 0");
     }
     if (n["cores_per_node"]) {
       m.cores_per_node = static_cast<int>(r_.as_int(n["cores_per_node"], "cores_per_node"));

@@ -281,6 +281,34 @@ TEST(NetworkProfile, MessagesThatDoNotFitTheCachesMoveAtTheMemoryRate) {
   }
 }
 
+// oversubscribed_overhead_us is paid per message only where a node runs
+// more ranks than cores: 3 ranks on 2 cores pay it, 3 ranks on 3 do not.
+TEST(NetworkProfile, OversubscribedNodesPayTheirOverheadPerMessage) {
+  auto time_of = [](int cores, double extra_us) {
+    const std::string text =
+        "version: 1\nname: x\nworld: 3\n"
+        "network: {ranks_per_node: 0, cpu_bound: true, jitter: 0, overhead_us: 1, cores_per_node: " +
+        std::to_string(cores) + ", oversubscribed_overhead_us: " + std::to_string(extra_us) +
+        ", intra: {alpha_us: 1, bandwidth_GBps: 4}}\n"
+        "tensors:\n  t: {dtype: float32, shape: [1024], init: \"rank\"}\n"
+        "program:\n  - {op: all_reduce, tensor: t, algorithm: ring}\n";
+    const ScenarioResult r = run_scenario(load_text(text, "oversub.yaml"), {});
+    EXPECT_TRUE(r.passed);
+    return static_cast<double>(r.virtual_time);
+  };
+  EXPECT_EQ(time_of(3, 50), time_of(3, 0));
+  // A ring all_reduce of 3 ranks: 4 steps of one message each way per rank,
+  // each paying 50 us at both ends on a shared CPU timeline.
+  EXPECT_GT(time_of(2, 50), time_of(2, 0) + 4 * 50'000);
+  try {
+    load_text("version: 1\nname: x\nworld: 2\nnetwork:\n  oversubscribed_overhead_us: -2\nprogram:\n  - {op: barrier}\n",
+              "neg.yaml");
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("neg.yaml:5"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace collie::scenario
 

@@ -21,6 +21,10 @@
 // with the sender: it arrives at max(that + d, start + d + alpha).
 // So a one-way stream of B-byte messages moves at bandwidth, while two ranks
 // exchanging at once each take 2d (both directions share one CPU).
+// A node with more ranks than cores_per_node time-slices them: its ranks
+// sleep between messages, and each message costs each end a further
+// oversubscribed_overhead_us (a wake-up and a context switch; collie
+// calibrate measures it with cores_per_node + 1 ranks).
 //
 // Caches (cache_bytes > 0): a message larger than cache_bytes moves at the
 // memory rate; a smaller message that is a segment of a collective whose
@@ -58,6 +62,9 @@ struct NetworkModel {
   bool cpu_bound = false;
   double overhead_us = 0;   // cpu_bound: CPU time per message at each end, microseconds
   int cores_per_node = 0;   // cpu_bound: ranks of a node running at once; 0: one core per rank
+  // cpu_bound: CPU time per message at each end, on top of overhead_us, on a
+  // node running more ranks than cores_per_node, microseconds.
+  double oversubscribed_overhead_us = 0;
 
   // Caches: an op whose tensor (a collective's per-rank tensor, a
   // point-to-point message) is larger than cache_bytes streams from memory,

@@ -79,6 +79,8 @@ Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, Fau
   out_of_cache_.assign(n, 0);
   skew_rate_.assign(n, 1.0);
   skew_offset_ns_.assign(n, 0.0);
+  const int per_node = model_.ranks_per_node > 0 ? std::min(model_.ranks_per_node, world_size) : world_size;
+  oversubscribed_ = model_.cpu_bound && model_.cores_per_node > 0 && per_node > model_.cores_per_node;
   fault_names_ = plan_.describe();
   auto valid = [&](int r) { return r >= 0 && r < world_size; };
   for (const auto& s : plan_.slow)
@@ -215,7 +217,8 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     // The overhead is per message; a rendezvous's RTS and CTS are header
     // frames the transport handles within the message's own processing.
     const bool control = h.kind == FrameKind::kRts || h.kind == FrameKind::kCts;
-    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(model_.overhead_us * 1000.0));
+    const double per_message_us = model_.overhead_us + (oversubscribed_ ? model_.oversubscribed_overhead_us : 0);
+    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0));
     const Nanos dur = o + inject;
     start = claim_core(src, std::max(now_, cpu_free_[s]), dur);
     cpu_free_[s] = start + dur;

@@ -131,6 +131,8 @@ class Simulator final : public OpObserver {
   const int world_size_;
   const std::uint64_t seed_;
   const NetworkModel model_;
+  // cpu_bound: nodes run more ranks than cores (the model's time slicing).
+  bool oversubscribed_ = false;
   Prng prng_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<Event> heap_;

@@ -27,6 +27,9 @@ namespace collie::tools {
 namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitInvalid = 2;
+// calibrate measures the oversubscribed overhead with cores + 1 processes on
+// hosts of at most this many cores.
+constexpr int kMaxCoresForOversubscription = 16;
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -84,6 +87,47 @@ double measure_reduce_GBps(std::int64_t bytes) {
   return static_cast<double>(dst.bytes()) / best / 1e9;
 }
 
+// Simulated time of `op` at world `w` for each of `sizes` on profile `m`.
+std::vector<BenchRow> predict(const sim::NetworkModel& m, const std::string& op, int w,
+                              const std::vector<std::uint64_t>& sizes) {
+  BenchOptions o;
+  o.check = false;
+  o.warmup_iters = 1;
+  o.iters = 2;  // virtual time without jitter: every iteration costs the same
+  o.op = op;
+  o.sizes = sizes;
+  validate(o, w);
+  return bench_in_process(o, "sim", w, 1, m);
+}
+
+// The oversubscribed overhead: ring shifts (each rank sends to the next and
+// receives from the previous) with one rank more than the host has cores,
+// and the per-message cost that makes the simulator match them (bisection:
+// the simulated time grows with it). 0 when the model is already as slow.
+double measure_oversubscribed_overhead_us(const sim::NetworkModel& base) {
+  const int w = base.cores_per_node + 1;
+  const std::vector<std::uint64_t> sizes{256 << 10, 1 << 20};
+  const auto measured = measure_tcp_best("sendrecv", w, "256K,1M");
+  auto excess = [&](double us) {  // median relative error of the prediction
+    sim::NetworkModel m = base;
+    m.oversubscribed_overhead_us = us;
+    const auto predicted = predict(m, "sendrecv", w, sizes);
+    std::vector<double> errs;
+    for (std::size_t i = 0; i < measured.size() && i < predicted.size(); ++i)
+      if (measured[i].time_us > 0) errs.push_back((predicted[i].time_us - measured[i].time_us) / measured[i].time_us);
+    std::sort(errs.begin(), errs.end());
+    return errs.empty() ? 0.0 : errs[errs.size() / 2];
+  };
+  if (excess(0) >= 0) return 0;
+  double lo = 0, hi = 1;
+  while (excess(hi) < 0 && hi < 1e5) hi *= 2;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    (excess(mid) < 0 ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
 std::string now_text() {
   const std::time_t t = std::time(nullptr);
   char buf[64];
@@ -138,6 +182,8 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
     // would have).
   }
   m.jitter_fraction = 0;
+  // More ranks than cores: measured where it is cheap to (a few cores).
+  if (m.cores_per_node <= kMaxCoresForOversubscription) m.oversubscribed_overhead_us = measure_oversubscribed_overhead_us(m);
 
   std::ofstream out(c.output, std::ios::binary);
   out << "# collie network profile, measured by `collie calibrate --backend " << c.backend << "`\n"
@@ -156,6 +202,7 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
       << "  cpu_bound: true\n"
       << "  cores_per_node: " << m.cores_per_node << "\n"
       << "  overhead_us: " << m.overhead_us << "\n"
+      << "  oversubscribed_overhead_us: " << m.oversubscribed_overhead_us << "\n"
       << "  intra: {alpha_us: " << m.intra.alpha_us << ", bandwidth_GBps: " << m.intra.bandwidth_GBps << "}\n"
       << "  inter: {alpha_us: " << m.inter.alpha_us << ", bandwidth_GBps: " << m.inter.bandwidth_GBps << "}\n"
       << "  reduce_GBps: " << m.reduce_GBps << "\n"
@@ -165,10 +212,10 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
       << "  eager_threshold_bytes: " << m.eager_threshold_bytes << "\n"
       << "  jitter: 0\n";
   if (!out) throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: cannot write " + c.output);
-  std::printf("# overhead %.2f us per message, alpha %.2f us, bandwidth %.3f GB/s, reduce %.2f GB/s, %d cores;"
-              " above %zu B: bandwidth %.3f GB/s, reduce %.2f GB/s -> %s\n",
-              m.overhead_us, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps, m.cores_per_node, m.cache_bytes,
-              m.memory_bandwidth_GBps, m.memory_reduce_GBps, c.output.c_str());
+  std::printf("# overhead %.2f us per message (%.2f more with more ranks than cores), alpha %.2f us, bandwidth %.3f GB/s,"
+              " reduce %.2f GB/s, %d cores; above %zu B: bandwidth %.3f GB/s, reduce %.2f GB/s -> %s\n",
+              m.overhead_us, m.oversubscribed_overhead_us, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps,
+              m.cores_per_node, m.cache_bytes, m.memory_bandwidth_GBps, m.memory_reduce_GBps, c.output.c_str());
   return m;
 }
 
@@ -186,14 +233,11 @@ void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
     std::string op;
     while (std::getline(list, op, ',')) ops.push_back(op);
   }
-  BenchOptions sim_opts;
-  sim_opts.check = false;
-  sim_opts.warmup_iters = 1;
-  sim_opts.iters = 2;  // virtual time without jitter: every iteration costs the same
+  std::vector<std::uint64_t> sizes;
   {
     std::stringstream list(c.sizes);
     std::string item;
-    while (std::getline(list, item, ',')) sim_opts.sizes.push_back(parse_size(item));
+    while (std::getline(list, item, ',')) sizes.push_back(parse_size(item));
   }
   std::printf("# validation: predicted (simulator, this profile) vs measured (tcp processes on this host, best of 3 runs)\n");
   std::printf("# %-11s %5s %10s %13s %13s %8s\n", "op", "ranks", "bytes", "measured_us", "predicted_us", "error");
@@ -201,10 +245,8 @@ void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
   std::map<std::string, std::vector<double>> large_by_op;
   for (int w : c.worlds) {
     for (const auto& op : ops) {
-      sim_opts.op = op;
-      validate(sim_opts, w);
+      const auto predicted = predict(m, op, w, sizes);
       const auto measured = measure_tcp_best(op, w, c.sizes);
-      const auto predicted = bench_in_process(sim_opts, "sim", w, 1, m);
       for (const auto& meas : measured) {
         auto p = std::find_if(predicted.begin(), predicted.end(), [&](const BenchRow& r) { return r.bytes == meas.bytes; });
         if (p == predicted.end() || meas.time_us <= 0) continue;
