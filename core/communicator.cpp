@@ -362,7 +362,9 @@ Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const
 namespace {
 
 // The call's context and body live in this frame (one pooled allocation per
-// call): `body(ctx)` makes the algorithm's coroutine.
+// call): `body(ctx)` makes the algorithm's coroutine. `g` is read only before
+// the first suspension (the context copies what it needs); `engine` and `t`
+// outlive the frame (the communicator's registry destroys it first).
 template <typename Body>
 Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g, Fingerprint fp,
                        std::shared_ptr<OpInfo> info, OpObserver* observer, Body body,
