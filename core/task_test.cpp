@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "core/small_pool.h"
@@ -46,20 +45,8 @@ TEST(SmallPool, BlocksAreAlignedDistinctAndWholeAcrossSizes) {
   for (auto [p, n] : blocks) pool_deallocate(p, n);
 }
 
-TEST(SmallPool, ABlockFreedOnAnotherThreadIsSafe) {
-  // A frame may end on another thread than the one that made it (in-process
-  // worlds hand objects between rank threads at shutdown).
-  std::vector<void*> made;
-  for (int i = 0; i < 100; ++i) made.push_back(pool_allocate(200));
-  std::thread t([&] {
-    for (void* p : made) pool_deallocate(p, 200);
-    for (int i = 0; i < 100; ++i) pool_deallocate(pool_allocate(200), 200);
-  });
-  t.join();
-  void* again = pool_allocate(200);
-  EXPECT_NE(again, nullptr);
-  pool_deallocate(again, 200);
-}
+// A block freed on another thread: backends/tcp/tcp_test.cpp (the core and
+// the simulator own no threads; the in-process TCP world runs one per rank).
 
 TEST(SmallPool, PoolAllocatorServesSharedPointersAndContainers) {
   auto s = std::allocate_shared<std::vector<int>>(PoolAllocator<std::vector<int>>{}, 5, 7);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "backends/tcp/auth.h"
 #include "backends/tcp/rendezvous.h"
@@ -13,9 +14,26 @@
 
 #include "core/error.h"
 #include "core/local_world.h"
+#include "core/small_pool.h"
 
 namespace collie::tcp {
 namespace {
+
+// The in-process world runs a thread per rank, and a pooled object (a frame,
+// a Work state) may be freed on another rank's thread than the one that made
+// it: the block joins the freeing thread's lists (SmallPool's contract).
+TEST(Tcp, PoolBlocksFreedOnAnotherThreadAreSafe) {
+  std::vector<void*> made;
+  for (int i = 0; i < 100; ++i) made.push_back(pool_allocate(200));
+  std::thread t([&] {
+    for (void* p : made) pool_deallocate(p, 200);
+    for (int i = 0; i < 100; ++i) pool_deallocate(pool_allocate(200), 200);
+  });
+  t.join();
+  void* again = pool_allocate(200);
+  EXPECT_NE(again, nullptr);
+  pool_deallocate(again, 200);
+}
 
 TEST(Wire, HeadersRoundTripAndMalformedOnesAreRefused) {
   FrameHeader h;
