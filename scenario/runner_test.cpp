@@ -251,6 +251,17 @@ TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
   EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
 }
 
+// `key: value` in a scenario's network section is refused, with the line it
+// is on (line 5 of the file).
+void expect_network_value_refused(const std::string& key_value) {
+  try {
+    load_text("version: 1\nname: x\nworld: 2\nnetwork:\n  " + key_value + "\nprogram:\n  - {op: barrier}\n", "neg.yaml");
+    FAIL() << "expected a ScenarioError for " << key_value;
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("neg.yaml:5"), std::string::npos) << e.what();
+  }
+}
+
 // Messages larger than cache_bytes move at memory_bandwidth_GBps; smaller
 // ones, and every message without cache_bytes, at the link's bandwidth.
 TEST(NetworkProfile, MessagesThatDoNotFitTheCachesMoveAtTheMemoryRate) {
@@ -272,13 +283,7 @@ TEST(NetworkProfile, MessagesThatDoNotFitTheCachesMoveAtTheMemoryRate) {
   // handshake is the same in both).
   EXPECT_GT(spills, 1.8 * base);
   EXPECT_LT(spills, 2.2 * base);
-  try {
-    load_text("version: 1\nname: x\nworld: 2\nnetwork:\n  memory_bandwidth_GBps: -1\nprogram:\n  - {op: barrier}\n",
-              "neg.yaml");
-    FAIL() << "expected a ScenarioError";
-  } catch (const ScenarioError& e) {
-    EXPECT_NE(std::string(e.what()).find("neg.yaml:5"), std::string::npos) << e.what();
-  }
+  expect_network_value_refused("memory_bandwidth_GBps: -1");
 }
 
 // oversubscribed_overhead_us is paid per message only where a node runs
@@ -300,13 +305,7 @@ TEST(NetworkProfile, OversubscribedNodesPayTheirOverheadPerMessage) {
   // A ring all_reduce of 3 ranks: 4 steps of one message each way per rank,
   // each paying 50 us at both ends on a shared CPU timeline.
   EXPECT_GT(time_of(2, 50), time_of(2, 0) + 4 * 50'000);
-  try {
-    load_text("version: 1\nname: x\nworld: 2\nnetwork:\n  oversubscribed_overhead_us: -2\nprogram:\n  - {op: barrier}\n",
-              "neg.yaml");
-    FAIL() << "expected a ScenarioError";
-  } catch (const ScenarioError& e) {
-    EXPECT_NE(std::string(e.what()).find("neg.yaml:5"), std::string::npos) << e.what();
-  }
+  expect_network_value_refused("oversubscribed_overhead_us: -2");
 }
 
 }  // namespace
