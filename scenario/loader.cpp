@@ -296,7 +296,8 @@ class Loader {
   sim::NetworkModel network(const YAML::Node& n) {
     r_.expect_map(n, "network");
     r_.check_keys(n, {"profile", "ranks_per_node", "intra", "inter", "reduce_GBps", "eager_threshold_bytes", "jitter",
-                      "cpu_bound", "overhead_us", "oversubscribed_overhead_us", "cores_per_node", "cache_bytes",
+                      "cpu_bound", "overhead_us", "oversubscribed_overhead_us", "oversubscribed_cpu_factor",
+                      "cores_per_node", "cache_bytes",
                       "memory_bandwidth_GBps", "memory_reduce_GBps"},
                   "network");
     sim::NetworkModel m;
@@ -341,6 +342,11 @@ class Loader {
       if (!n[key]) continue;
       *field = r_.as_double(n[key], key);
       if (*field < 0) r_.fail(n[key], std::string(key) + " must be >= 0");
+    }
+    if (n["oversubscribed_cpu_factor"]) {
+      m.oversubscribed_cpu_factor = r_.as_double(n["oversubscribed_cpu_factor"], "oversubscribed_cpu_factor");
+      if (!(m.oversubscribed_cpu_factor >= 1))
+        r_.fail(n["oversubscribed_cpu_factor"], "oversubscribed_cpu_factor must be >= 1 (1: time slicing loses nothing)");
     }
     if (n["cores_per_node"]) {
       m.cores_per_node = static_cast<int>(r_.as_int(n["cores_per_node"], "cores_per_node"));

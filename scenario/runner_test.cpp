@@ -286,26 +286,53 @@ TEST(NetworkProfile, MessagesThatDoNotFitTheCachesMoveAtTheMemoryRate) {
   expect_network_value_refused("memory_bandwidth_GBps: -1");
 }
 
+// Virtual time of a ring all_reduce of `count` floats by 3 ranks on one
+// cpu_bound node of `cores` cores, with `extra` (more network keys).
+double three_rank_all_reduce_time(int cores, const std::string& extra, int count) {
+  const std::string text =
+      "version: 1\nname: x\nworld: 3\n"
+      "network: {ranks_per_node: 0, cpu_bound: true, jitter: 0, overhead_us: 1, cores_per_node: " +
+      std::to_string(cores) + ", " + extra +
+      "}\n"
+      "tensors:\n  t: {dtype: float32, shape: [" +
+      std::to_string(count) +
+      "], init: \"rank\"}\n"
+      "program:\n  - {op: all_reduce, tensor: t, algorithm: ring}\n";
+  const ScenarioResult r = run_scenario(load_text(text, "oversub.yaml"), {});
+  EXPECT_TRUE(r.passed);
+  return static_cast<double>(r.virtual_time);
+}
+
 // oversubscribed_overhead_us is paid per message only where a node runs
 // more ranks than cores: 3 ranks on 2 cores pay it, 3 ranks on 3 do not.
 TEST(NetworkProfile, OversubscribedNodesPayTheirOverheadPerMessage) {
   auto time_of = [](int cores, double extra_us) {
-    const std::string text =
-        "version: 1\nname: x\nworld: 3\n"
-        "network: {ranks_per_node: 0, cpu_bound: true, jitter: 0, overhead_us: 1, cores_per_node: " +
-        std::to_string(cores) + ", oversubscribed_overhead_us: " + std::to_string(extra_us) +
-        ", intra: {alpha_us: 1, bandwidth_GBps: 4}}\n"
-        "tensors:\n  t: {dtype: float32, shape: [1024], init: \"rank\"}\n"
-        "program:\n  - {op: all_reduce, tensor: t, algorithm: ring}\n";
-    const ScenarioResult r = run_scenario(load_text(text, "oversub.yaml"), {});
-    EXPECT_TRUE(r.passed);
-    return static_cast<double>(r.virtual_time);
+    return three_rank_all_reduce_time(
+        cores, "oversubscribed_overhead_us: " + std::to_string(extra_us) + ", intra: {alpha_us: 1, bandwidth_GBps: 4}",
+        1024);
   };
   EXPECT_EQ(time_of(3, 50), time_of(3, 0));
   // A ring all_reduce of 3 ranks: 4 steps of one message each way per rank,
   // each paying 50 us at both ends on a shared CPU timeline.
   EXPECT_GT(time_of(2, 50), time_of(2, 0) + 4 * 50'000);
   expect_network_value_refused("oversubscribed_overhead_us: -2");
+}
+
+// oversubscribed_cpu_factor scales every CPU cost of an oversubscribed
+// node's ranks: large messages there take about that much longer, and a
+// node with a core per rank is untouched.
+TEST(NetworkProfile, OversubscribedNodesRunTheirCpuWorkSlower) {
+  auto time_of = [](int cores, double factor) {
+    return three_rank_all_reduce_time(cores,
+                                      "oversubscribed_cpu_factor: " + std::to_string(factor) +
+                                          ", intra: {alpha_us: 0, bandwidth_GBps: 1}, reduce_GBps: 1",
+                                      1 << 20);
+  };
+  EXPECT_EQ(time_of(3, 1.5), time_of(3, 1));
+  const double base = time_of(2, 1);
+  EXPECT_GT(time_of(2, 1.5), 1.4 * base);
+  EXPECT_LT(time_of(2, 1.5), 1.6 * base);
+  expect_network_value_refused("oversubscribed_cpu_factor: 0.5");
 }
 
 }  // namespace

@@ -23,8 +23,9 @@
 // exchanging at once each take 2d (both directions share one CPU).
 // A node with more ranks than cores_per_node time-slices them: its ranks
 // sleep between messages, and each message costs each end a further
-// oversubscribed_overhead_us (a wake-up and a context switch; collie
-// calibrate measures it with cores_per_node + 1 ranks).
+// oversubscribed_overhead_us (a wake-up and a context switch), and all its
+// CPU costs take oversubscribed_cpu_factor times longer (collie calibrate
+// fits the factor to ring shifts of cores_per_node + 1 ranks).
 //
 // Caches (cache_bytes > 0): a message larger than cache_bytes moves at the
 // memory rate; a smaller message that is a segment of a collective whose
@@ -65,6 +66,11 @@ struct NetworkModel {
   // cpu_bound: CPU time per message at each end, on top of overhead_us, on a
   // node running more ranks than cores_per_node, microseconds.
   double oversubscribed_overhead_us = 0;
+  // cpu_bound: on a node running more ranks than cores_per_node, every CPU
+  // cost of its ranks (messages, reductions) is this many times longer
+  // (>= 1; time slicing loses more than the share of a core: caches refill
+  // after every switch, and a woken rank waits for a core).
+  double oversubscribed_cpu_factor = 1;
 
   // Caches: an op whose tensor (a collective's per-rank tensor, a
   // point-to-point message) is larger than cache_bytes streams from memory,

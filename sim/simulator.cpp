@@ -81,6 +81,9 @@ Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, Fau
   skew_offset_ns_.assign(n, 0.0);
   const int per_node = model_.ranks_per_node > 0 ? std::min(model_.ranks_per_node, world_size) : world_size;
   oversubscribed_ = model_.cpu_bound && model_.cores_per_node > 0 && per_node > model_.cores_per_node;
+  // Time slicing slows every rank of an oversubscribed node's CPU work, as a
+  // slow-rank fault slows one rank's: both scale slow_.
+  if (oversubscribed_ && model_.oversubscribed_cpu_factor > 0) slow_.assign(n, model_.oversubscribed_cpu_factor);
   fault_names_ = plan_.describe();
   auto valid = [&](int r) { return r >= 0 && r < world_size; };
   for (const auto& s : plan_.slow)
@@ -218,12 +221,15 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     // frames the transport handles within the message's own processing.
     const bool control = h.kind == FrameKind::kRts || h.kind == FrameKind::kCts;
     const double per_message_us = model_.overhead_us + (oversubscribed_ ? model_.oversubscribed_overhead_us : 0);
-    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0));
-    const Nanos dur = o + inject;
+    // Each end's CPU cost, the overhead included, scales with its rank's
+    // slowness (a slow-rank fault, time slicing).
+    const double cost_ns = (control ? 0.0 : per_message_us * 1000.0) + static_cast<double>(bytes_to_ns(h.bytes, bandwidth));
+    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0 * slow_[s]));
+    const Nanos dur = static_cast<Nanos>(std::llround(cost_ns * slow_[s]));
     start = claim_core(src, std::max(now_, cpu_free_[s]), dur);
     cpu_free_[s] = start + dur;
     inject = dur;
-    const Nanos rx_dur = static_cast<Nanos>(std::llround(static_cast<double>(dur) * slow_[d] / slow_[s]));
+    const Nanos rx_dur = static_cast<Nanos>(std::llround(cost_ns * slow_[d]));
     const Nanos rx_start = claim_core(h.dst, std::max(start + o + alpha_ns, cpu_free_[d]), rx_dur);
     arrival = std::max(rx_start + rx_dur, start + dur + alpha_ns);
     cpu_free_[d] = arrival;
