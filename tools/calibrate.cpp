@@ -20,6 +20,7 @@
 #include "scenario/loader.h"
 #include "tools/bench.h"
 #include "tools/bench_command.h"
+#include "tools/exchange_fit.h"
 #include "tools/launch.h"
 
 namespace collie::tools {
@@ -27,9 +28,14 @@ namespace collie::tools {
 namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitInvalid = 2;
-// calibrate measures the oversubscribed overhead with cores + 1 processes on
+// calibrate measures time slicing's cost with cores + 1 processes on
 // hosts of at most this many cores.
 constexpr int kMaxCoresForOversubscription = 16;
+// Every measurement is the best of this many rounds. Rounds rather than
+// back-to-back repeats: this host's speed drifts over tens of seconds, and
+// a series measured in one slow stretch would be slow in every repeat;
+// across rounds, each series sees the same stretches as every other.
+constexpr int kRounds = 3;
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -57,16 +63,25 @@ std::vector<BenchRow> measure_tcp(const std::string& op, int nranks, const std::
   return rows_from_json(text.str());
 }
 
-// The best (smallest) time of each size over `runs` separate runs: the host
-// is shared, and contention only ever makes a run slower.
-std::vector<BenchRow> measure_tcp_best(const std::string& op, int nranks, const std::string& sizes, int runs = 3) {
-  std::vector<BenchRow> best = measure_tcp(op, nranks, sizes);
-  for (int run = 1; run < runs; ++run) {
-    const auto rows = measure_tcp(op, nranks, sizes);
-    for (std::size_t i = 0; i < best.size() && i < rows.size(); ++i)
-      if (rows[i].time_us < best[i].time_us) best[i] = rows[i];
+// One series of measurements: `collie bench --backend tcp` of `op` at
+// world `world` over `sizes`, run once per round; `best` holds each size's
+// smallest time so far (the host is shared, and contention only ever makes
+// a run slower).
+struct Series {
+  std::string op;
+  int world = 2;
+  std::string sizes;
+  std::vector<BenchRow> best;
+};
+
+void measure_once(Series& s) {
+  const auto rows = measure_tcp(s.op, s.world, s.sizes);
+  if (s.best.empty()) {
+    s.best = rows;
+    return;
   }
-  return best;
+  for (std::size_t i = 0; i < s.best.size() && i < rows.size(); ++i)
+    if (rows[i].time_us < s.best[i].time_us) s.best[i] = rows[i];
 }
 
 // gamma: bytes of dst per second for dst = dst + src (float32), one core,
@@ -87,6 +102,13 @@ double measure_reduce_GBps(std::int64_t bytes) {
   return static_cast<double>(dst.bytes()) / best / 1e9;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // Simulated time of `op` at world `w` for each of `sizes` on profile `m`.
 std::vector<BenchRow> predict(const sim::NetworkModel& m, const std::string& op, int w,
                               const std::vector<std::uint64_t>& sizes) {
@@ -100,27 +122,31 @@ std::vector<BenchRow> predict(const sim::NetworkModel& m, const std::string& op,
   return bench_in_process(o, "sim", w, 1, m);
 }
 
-// The oversubscribed overhead: ring shifts (each rank sends to the next and
+// Time slicing's cost: from ring shifts (each rank sends to the next and
 // receives from the previous) with one rank more than the host has cores,
-// and the per-message cost that makes the simulator match them (bisection:
-// the simulated time grows with it). 0 when the model is already as slow.
-double measure_oversubscribed_overhead_us(const sim::NetworkModel& base) {
-  const int w = base.cores_per_node + 1;
-  const std::vector<std::uint64_t> sizes{256 << 10, 1 << 20};
-  const auto measured = measure_tcp_best("sendrecv", w, "256K,1M");
-  auto excess = [&](double us) {  // median relative error of the prediction
+// the factor on every CPU cost that makes the simulator match them (the
+// median relative error over the sizes is 0; bisection: the simulated time
+// grows with it). 1 when the model is already as slow. A factor rather than
+// a per-message overhead: the shifts' excess over the model grows with the
+// message (caches refill after each switch), by about the same ratio from
+// 64 KiB to 1 MiB on this project's 2-core VM.
+double fit_oversubscribed_cpu_factor(const sim::NetworkModel& base, const Series& shifts) {
+  const int w = shifts.world;
+  const auto& measured = shifts.best;
+  std::vector<std::uint64_t> sizes;
+  for (const auto& r : measured) sizes.push_back(r.bytes);
+  auto excess = [&](double factor) {
     sim::NetworkModel m = base;
-    m.oversubscribed_overhead_us = us;
+    m.oversubscribed_cpu_factor = factor;
     const auto predicted = predict(m, "sendrecv", w, sizes);
     std::vector<double> errs;
     for (std::size_t i = 0; i < measured.size() && i < predicted.size(); ++i)
       if (measured[i].time_us > 0) errs.push_back((predicted[i].time_us - measured[i].time_us) / measured[i].time_us);
-    std::sort(errs.begin(), errs.end());
-    return errs.empty() ? 0.0 : errs[errs.size() / 2];
+    return median(errs);
   };
-  if (excess(0) >= 0) return 0;
-  double lo = 0, hi = 1;
-  while (excess(hi) < 0 && hi < 1e5) hi *= 2;
+  if (excess(1) >= 0) return 1;
+  double lo = 1, hi = 2;
+  while (excess(hi) < 0 && hi < 1e3) hi *= 2;
   for (int i = 0; i < 30; ++i) {
     const double mid = (lo + hi) / 2;
     (excess(mid) < 0 ? lo : hi) = mid;
@@ -141,50 +167,59 @@ std::string host_name() {
   return buf;
 }
 
-sim::NetworkModel measure_profile(const CalibrateCommand& c) {
-  std::cout << "# calibrating backend " << c.backend << ": 2 processes on this host\n" << std::flush;
-  // Bandwidth from exchanges of 256 KiB..2 MiB (in cache: the ring's
-  // segments are 256 KiB); the rate from memory from 64 MiB, and the cache
-  // size where the rate falls from one to the other.
-  const auto rows = measure_tcp_best("sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M,4M,8M,16M,64M");
+// The micro-benchmarks a profile is fitted from (the collectives being
+// validated are never among them).
+struct CalibrationSeries {
+  // Exchanges between 2 ranks: bandwidth from 256 KiB..2 MiB (in cache: the
+  // ring's segments are 256 KiB); the rate from memory from 64 MiB, and the
+  // cache size where the rate falls from one to the other.
+  Series exchange{"sendrecv", 2, "8,64,512,4K,256K,512K,1M,2M,4M,8M,16M,64M", {}};
   // A stream of 8-byte broadcasts at world 2: one message per CPU overhead.
-  const auto stream = measure_tcp_best("broadcast", 2, "8");
-  std::vector<ExchangeSample> samples;
-  for (const auto& r : rows)
-    if (r.bytes <= (2 << 20)) samples.push_back({static_cast<double>(r.bytes), r.time_us});
-  const sim::LinkModel exchange = fit_link(samples, 256 * 1024);
+  Series stream{"broadcast", 2, "8", {}};
+  // Ring shifts with one rank more than the host has cores (measured where
+  // that is cheap: a few cores).
+  Series shifts{"sendrecv", 0, "64K,256K,1M", {}};
+  double reduce_GBps = 0;  // best in-cache reduction rate so far
+  int cores = 1;
+
+  CalibrationSeries() : cores(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+    shifts.world = cores + 1;
+  }
+  bool oversubscription_measured() const { return cores <= kMaxCoresForOversubscription; }
+  std::vector<Series*> series() {
+    std::vector<Series*> out{&exchange, &stream};
+    if (oversubscription_measured()) out.push_back(&shifts);
+    return out;
+  }
+  void measure_reduction() { reduce_GBps = std::max(reduce_GBps, measure_reduce_GBps(256 << 10)); }
+};
+
+sim::NetworkModel fit_profile(const CalibrationSeries& cal) {
+  const auto& rows = cal.exchange.best;
+  const auto& stream = cal.stream.best;
   sim::NetworkModel m;
   m.ranks_per_node = 0;  // one host: every pair uses `intra`
   m.cpu_bound = true;    // loopback TCP: the ranks' CPUs move the bytes
-  m.cores_per_node = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.cores_per_node = cal.cores;
   m.overhead_us = stream.empty() ? 0 : stream.front().time_us;
-  // An exchange costs each rank 2 (overhead + B / bandwidth): its send and
-  // its receive share one CPU. The latency is what the overheads leave.
-  m.intra.alpha_us = std::max(0.0, exchange.alpha_us - 2 * m.overhead_us);
-  m.intra.bandwidth_GBps = 2 * exchange.bandwidth_GBps;
+  std::vector<ExchangeSample> samples;
+  for (const auto& r : rows) samples.push_back({static_cast<double>(r.bytes), r.time_us});
+  const ExchangeFit fit = fit_exchanges(samples, m.overhead_us);
+  m.intra.alpha_us = fit.alpha_us;
+  m.intra.bandwidth_GBps = fit.bandwidth_GBps;
   m.inter = m.intra;
-  m.reduce_GBps = measure_reduce_GBps(256 << 10);
-  // Each exchange moves 2B per rank; the rate of each size, and the largest
-  // size still closer to the in-cache rate than to the rate from memory.
-  auto rate_GBps = [&](const BenchRow& r) {
-    return 2.0 * static_cast<double>(r.bytes) / std::max(1e-3, r.time_us - 2 * m.overhead_us) * 1e-3;
-  };
-  const BenchRow& largest = rows.back();
-  const double memory = rate_GBps(largest);
-  if (memory < 0.9 * m.intra.bandwidth_GBps) {
-    m.memory_bandwidth_GBps = memory;
-    m.cache_bytes = 256 << 10;
-    for (const auto& r : rows)
-      if (r.bytes >= (256 << 10) && rate_GBps(r) > (m.intra.bandwidth_GBps + memory) / 2) m.cache_bytes = r.bytes;
-    // memory_reduce_GBps stays 0: the TCP backend reduces a payload as it
-    // arrives, from its staging buffer, so the in-cache rate applies
-    // (measure_reduce_GBps(64 << 20) is the rate a whole-buffer reduction
-    // would have).
-  }
+  m.reduce_GBps = cal.reduce_GBps;
+  m.cache_bytes = fit.cache_bytes;
+  m.memory_bandwidth_GBps = fit.memory_bandwidth_GBps;
+  // memory_reduce_GBps stays 0: the TCP backend reduces a payload as it
+  // arrives, from its staging buffer, so the in-cache rate applies.
   m.jitter_fraction = 0;
-  // More ranks than cores: measured where it is cheap to (a few cores).
-  if (m.cores_per_node <= kMaxCoresForOversubscription) m.oversubscribed_overhead_us = measure_oversubscribed_overhead_us(m);
+  if (cal.oversubscription_measured()) m.oversubscribed_cpu_factor = fit_oversubscribed_cpu_factor(m, cal.shifts);
+  return m;
+}
 
+void write_profile(const CalibrateCommand& c, const CalibrationSeries& cal, const sim::NetworkModel& m) {
+  const auto& rows = cal.exchange.best;
   std::ofstream out(c.output, std::ios::binary);
   out << "# collie network profile, measured by `collie calibrate --backend " << c.backend << "`\n"
       << "# on " << host_name() << ", " << now_text() << ". Scenarios use it with\n"
@@ -202,7 +237,7 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
       << "  cpu_bound: true\n"
       << "  cores_per_node: " << m.cores_per_node << "\n"
       << "  overhead_us: " << m.overhead_us << "\n"
-      << "  oversubscribed_overhead_us: " << m.oversubscribed_overhead_us << "\n"
+      << "  oversubscribed_cpu_factor: " << m.oversubscribed_cpu_factor << "\n"
       << "  intra: {alpha_us: " << m.intra.alpha_us << ", bandwidth_GBps: " << m.intra.bandwidth_GBps << "}\n"
       << "  inter: {alpha_us: " << m.inter.alpha_us << ", bandwidth_GBps: " << m.inter.bandwidth_GBps << "}\n"
       << "  reduce_GBps: " << m.reduce_GBps << "\n"
@@ -212,51 +247,46 @@ sim::NetworkModel measure_profile(const CalibrateCommand& c) {
       << "  eager_threshold_bytes: " << m.eager_threshold_bytes << "\n"
       << "  jitter: 0\n";
   if (!out) throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: cannot write " + c.output);
-  std::printf("# overhead %.2f us per message (%.2f more with more ranks than cores), alpha %.2f us, bandwidth %.3f GB/s,"
+  std::printf("# overhead %.2f us per message (CPU costs x%.3f with more ranks than cores), alpha %.2f us, bandwidth %.3f GB/s,"
               " reduce %.2f GB/s, %d cores; above %zu B: bandwidth %.3f GB/s, reduce %.2f GB/s -> %s\n",
-              m.overhead_us, m.oversubscribed_overhead_us, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps,
+              m.overhead_us, m.oversubscribed_cpu_factor, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps,
               m.cores_per_node, m.cache_bytes, m.memory_bandwidth_GBps, m.memory_reduce_GBps, c.output.c_str());
-  return m;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
-  std::vector<std::string> ops;
-  {
+// The collectives being validated: each op at each world over --sizes.
+std::vector<Series> validation_series(const CalibrateCommand& c) {
+  std::vector<Series> out;
+  for (int w : c.worlds) {
     std::stringstream list(c.ops);
     std::string op;
-    while (std::getline(list, op, ',')) ops.push_back(op);
+    while (std::getline(list, op, ',')) out.push_back(Series{op, w, c.sizes, {}});
   }
+  return out;
+}
+
+void print_validation(const CalibrateCommand& c, const sim::NetworkModel& m, const std::vector<Series>& checks,
+                      int rounds) {
   std::vector<std::uint64_t> sizes;
   {
     std::stringstream list(c.sizes);
     std::string item;
     while (std::getline(list, item, ',')) sizes.push_back(parse_size(item));
   }
-  std::printf("# validation: predicted (simulator, this profile) vs measured (tcp processes on this host, best of 3 runs)\n");
+  std::printf("# validation: predicted (simulator, this profile) vs measured (tcp processes on this host, best of %d rounds)\n",
+              rounds);
   std::printf("# %-11s %5s %10s %13s %13s %8s\n", "op", "ranks", "bytes", "measured_us", "predicted_us", "error");
   std::vector<double> large, small;
   std::map<std::string, std::vector<double>> large_by_op;
-  for (int w : c.worlds) {
-    for (const auto& op : ops) {
-      const auto predicted = predict(m, op, w, sizes);
-      const auto measured = measure_tcp_best(op, w, c.sizes);
-      for (const auto& meas : measured) {
-        auto p = std::find_if(predicted.begin(), predicted.end(), [&](const BenchRow& r) { return r.bytes == meas.bytes; });
-        if (p == predicted.end() || meas.time_us <= 0) continue;
-        const double err = (p->time_us - meas.time_us) / meas.time_us;
-        std::printf("  %-11s %5d %10llu %13.1f %13.1f %+7.1f%%\n", op.c_str(), w,
-                    static_cast<unsigned long long>(meas.bytes), meas.time_us, p->time_us, 100 * err);
-        (meas.bytes >= 64 * 1024 ? large : small).push_back(std::fabs(err));
-        if (meas.bytes >= 64 * 1024) large_by_op[op].push_back(std::fabs(err));
-      }
-      std::fflush(stdout);
+  for (const Series& check : checks) {
+    const auto predicted = predict(m, check.op, check.world, sizes);
+    for (const auto& meas : check.best) {
+      auto p = std::find_if(predicted.begin(), predicted.end(), [&](const BenchRow& r) { return r.bytes == meas.bytes; });
+      if (p == predicted.end() || meas.time_us <= 0) continue;
+      const double err = (p->time_us - meas.time_us) / meas.time_us;
+      std::printf("  %-11s %5d %10llu %13.1f %13.1f %+7.1f%%\n", check.op.c_str(), check.world,
+                  static_cast<unsigned long long>(meas.bytes), meas.time_us, p->time_us, 100 * err);
+      (meas.bytes >= 64 * 1024 ? large : small).push_back(std::fabs(err));
+      if (meas.bytes >= 64 * 1024) large_by_op[check.op].push_back(std::fabs(err));
     }
   }
   for (const auto& [op, errs] : large_by_op)
@@ -267,33 +297,6 @@ void validate_profile(const CalibrateCommand& c, const sim::NetworkModel& m) {
 }
 
 }  // namespace
-
-sim::LinkModel fit_link(const std::vector<ExchangeSample>& samples, double large_bytes) {
-  if (samples.empty()) throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: no samples to fit");
-  sim::LinkModel l;
-  auto smallest = std::min_element(samples.begin(), samples.end(),
-                                   [](const ExchangeSample& a, const ExchangeSample& b) { return a.bytes < b.bytes; });
-  l.alpha_us = smallest->time_us;
-  // Least squares t = a + bytes * s over the large samples; bandwidth = 1/s.
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& e : samples) {
-    if (e.bytes < large_bytes) continue;
-    n += 1;
-    sx += e.bytes;
-    sy += e.time_us;
-    sxx += e.bytes * e.bytes;
-    sxy += e.bytes * e.time_us;
-  }
-  const double denom = n * sxx - sx * sx;
-  if (n < 2 || denom <= 0)
-    throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: bandwidth needs two samples of different sizes >= " +
-                                                    std::to_string(static_cast<long long>(large_bytes)) + " bytes");
-  const double slope_us_per_byte = (n * sxy - sx * sy) / denom;
-  if (!(slope_us_per_byte > 0))
-    throw Error(ErrorKind::kTransport, OpContext{}, "calibrate: larger exchanges were not slower; the measurement is noise");
-  l.bandwidth_GBps = 1e-3 / slope_us_per_byte;  // bytes/us * 1e-3 = GB/s
-  return l;
-}
 
 CLI::App* add_calibrate_command(CLI::App& app, CalibrateCommand& c) {
   auto* cal = app.add_subcommand("calibrate",
@@ -314,8 +317,31 @@ int run_calibrate_command(const CalibrateCommand& c) {
   try {
     if (c.backend != "tcp")
       throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: only --backend tcp can be measured (got '" + c.backend + "')");
-    sim::NetworkModel m = c.profile.empty() ? measure_profile(c) : scenario::load_profile(c.profile);
-    if (c.validate) validate_profile(c, m);
+    // A new profile's micro-benchmarks and the validated collectives are
+    // measured in the same rounds, so that the host's drift reaches both.
+    CalibrationSeries cal;
+    std::vector<Series> checks = c.validate ? validation_series(c) : std::vector<Series>{};
+    std::vector<Series*> all;
+    if (c.profile.empty()) {
+      std::printf("# calibrating backend %s: 2 processes on this host (and %d for oversubscription)%s\n",
+                  c.backend.c_str(), cal.shifts.world, c.validate ? ", in rounds with the validation" : "");
+      all = cal.series();
+    }
+    for (Series& s : checks) all.push_back(&s);
+    for (int round = 0; round < kRounds; ++round) {
+      std::printf("# round %d of %d: %zu measurements\n", round + 1, kRounds, all.size());
+      std::fflush(stdout);
+      if (c.profile.empty()) cal.measure_reduction();
+      for (Series* s : all) measure_once(*s);
+    }
+    sim::NetworkModel m;
+    if (c.profile.empty()) {
+      m = fit_profile(cal);
+      write_profile(c, cal, m);
+    } else {
+      m = scenario::load_profile(c.profile);
+    }
+    if (c.validate) print_validation(c, m, checks, kRounds);
     return kExitOk;
   } catch (const scenario::ScenarioError& e) {
     std::cerr << e.what() << "\n";

@@ -5,13 +5,18 @@
 //   overhead  CPU time per message: a stream of 8-byte broadcasts, 2 ranks;
 //   alpha     what an 8-byte exchange between 2 ranks (each sends to the
 //             other at once, as every ring step does) leaves after that;
-//   beta      bandwidth: 1 / slope of a least-squares line through the
-//             exchange times of 256 KiB..2 MiB (in cache);
+//   beta      bandwidth: the median rate of the exchanges of 256 KiB..2 MiB
+//             (in cache; tools/exchange_fit.h);
 //   gamma     reduction throughput: bytes of float32 SUM (dst = dst + src)
 //             per second of one core, on 256 KiB operands;
 //   and, where large exchanges are slower, the caches: the rate of a 64 MiB
-//   exchange and of a 64 MiB reduction, and the size where the exchange
-//   rate falls from one to the other (cache_bytes).
+//   exchange, and the working set (both messages of an exchange) where the
+//   rate falls from one to the other (cache_bytes); on hosts of at most 16
+//   cores, time slicing's factor on CPU costs, from ring shifts with one rank more
+//   than the host has cores.
+// Every series is the best of 3 rounds; with --validate, the validated
+// collectives are measured in the same rounds (the host's drift reaches
+// both alike) but never used to fit the profile.
 //
 // The profile is YAML (version: 1, network: {...}) with the keys of a
 // scenario's network section; scenarios name it (network: {profile: F}) and
@@ -21,8 +26,6 @@
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include "sim/network_model.h"
 
 namespace collie::tools {
 
@@ -41,13 +44,5 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateCommand& cmd);
 // Returns collie's exit code: 0 done (the validation's verdict is printed,
 // not returned), 1 a measurement failed, 2 bad usage.
 int run_calibrate_command(const CalibrateCommand& cmd);
-
-// The fit, exposed for tests: alpha from the smallest exchange, beta from
-// the least-squares slope of the exchanges of at least `large_bytes`.
-struct ExchangeSample {
-  double bytes = 0;
-  double time_us = 0;
-};
-sim::LinkModel fit_link(const std::vector<ExchangeSample>& samples, double large_bytes = 1 << 20);
 
 }  // namespace collie::tools
