@@ -209,8 +209,8 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     }
   }
   Nanos start = explorer_ ? now_ : std::max(now_, nic_free_[s]);
-  Nanos inject =
-      explorer_ ? 0 : static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(h.bytes, bandwidth)) * slow_[s]));
+  const double bytes_ns = explorer_ ? 0.0 : static_cast<double>(bytes_to_ns(h.bytes, bandwidth));
+  Nanos inject = static_cast<Nanos>(std::llround(bytes_ns * slow_[s]));
   if (explorer_) alpha = 0;
   if (model_.jitter_fraction > 0 && !explorer_) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
   const Nanos alpha_ns = static_cast<Nanos>(std::llround(alpha));
@@ -223,7 +223,7 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     const double per_message_us = model_.overhead_us + (oversubscribed_ ? model_.oversubscribed_overhead_us : 0);
     // Each end's CPU cost, the overhead included, scales with its rank's
     // slowness (a slow-rank fault, time slicing).
-    const double cost_ns = (control ? 0.0 : per_message_us * 1000.0) + static_cast<double>(bytes_to_ns(h.bytes, bandwidth));
+    const double cost_ns = (control ? 0.0 : per_message_us * 1000.0) + bytes_ns;
     const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0 * slow_[s]));
     const Nanos dur = static_cast<Nanos>(std::llround(cost_ns * slow_[s]));
     start = claim_core(src, std::max(now_, cpu_free_[s]), dur);

@@ -102,13 +102,6 @@ double measure_reduce_GBps(std::int64_t bytes) {
   return static_cast<double>(dst.bytes()) / best / 1e9;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Simulated time of `op` at world `w` for each of `sizes` on profile `m`.
 std::vector<BenchRow> predict(const sim::NetworkModel& m, const std::string& op, int w,
                               const std::vector<std::uint64_t>& sizes) {

@@ -7,6 +7,13 @@
 
 namespace collie::tools {
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 ExchangeFit fit_exchanges(const std::vector<ExchangeSample>& samples, double overhead_us, double in_cache_min,
                           double in_cache_max) {
   auto noise = [](const std::string& why) {
@@ -33,9 +40,7 @@ ExchangeFit fit_exchanges(const std::vector<ExchangeSample>& samples, double ove
   if (rates.empty())
     throw noise("no exchange of " + std::to_string(static_cast<long long>(in_cache_min)) + ".." +
                 std::to_string(static_cast<long long>(in_cache_max)) + " bytes to fit the bandwidth to");
-  std::sort(rates.begin(), rates.end());
-  const std::size_t n = rates.size();
-  fit.bandwidth_GBps = n % 2 ? rates[n / 2] : (rates[n / 2 - 1] + rates[n / 2]) / 2;
+  fit.bandwidth_GBps = median(rates);
 
   const double memory = rate_GBps(sorted.back());
   if (sorted.back().bytes > in_cache_max && memory < 0.9 * fit.bandwidth_GBps) {

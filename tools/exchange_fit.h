@@ -31,6 +31,10 @@ struct ExchangeFit {
   std::size_t cache_bytes = 0;
 };
 
+// The middle value of v (the mean of the two middle ones for an even
+// count); 0 for none.
+double median(std::vector<double> v);
+
 // Requires: at least one sample in [in_cache_min, in_cache_max], and every
 // sample of at least in_cache_min slower than the smallest one and than
 // 2 * overhead_us (else the fit has nothing left for the bytes); throws collie::Error (kTransport: the measurement is noise)
