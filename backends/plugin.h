@@ -12,7 +12,8 @@
 #include "backends/backend.h"
 
 // 2: Transport gained charges_compute_time().
-#define COLLIE_PLUGIN_ABI_VERSION 2
+// 3: Transport derives from Executor; BackendOptions lost the simulator's fields.
+#define COLLIE_PLUGIN_ABI_VERSION 3
 
 extern "C" {
 

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
+
+#include "backends/in_process_job.h"
+#include "backends/mpi/mpi_backend.h"
 #include "backends/plugin.h"
 #include "backends/tcp/tcp_world.h"
+#include "backends/torch/torch_backend.h"
 #include "core/error.h"
 #include "sim/sim_world.h"
+#include "sim/simulation_options.h"
 #include "sim/simulator.h"
 
 namespace collie {
@@ -15,9 +20,11 @@ namespace {
 
 class SimBackend final : public InProcessBackend {
  public:
-  explicit SimBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network, o.faults) {
+  explicit SimBackend(const BackendOptions& o)
+      : sim_(o.world_size, o.seed, o.simulation ? o.simulation->network : sim::NetworkModel{},
+             o.simulation ? o.simulation->faults : sim::FaultPlan{}) {
     if (o.trace) sim_.enable_trace();
-    if (o.explorer) sim_.set_explorer(o.explorer);
+    if (o.simulation && o.simulation->explorer) sim_.set_explorer(o.simulation->explorer);
     sim_.set_timing_only(o.timing_only);
   }
   Transport& transport(int rank) override { return sim_.transport(rank); }
@@ -49,9 +56,12 @@ BackendRegistry& BackendRegistry::builtin() {
     sim.selection = "--backend sim (the default); the scenario's network: section sets the cost model";
     sim.simulated = true;
     sim.timing_only = true;
+    sim.simulated_faults = true;
     sim.create = [](const BackendOptions& o) { return std::make_unique<SimBackend>(o); };
     reg->add(std::move(sim));
     tcp::register_tcp_backend(*reg);
+    torch::register_torch_backends(*reg);
+    mpi::register_mpi_backend(*reg);
     return reg;
   }();
   return *r;
@@ -62,21 +72,49 @@ void BackendRegistry::add(BackendInfo info) {
   backends_.push_back(std::make_unique<BackendInfo>(std::move(info)));
 }
 
+void BackendRegistry::add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
+                                 std::string description, std::string selection) {
+  families_.push_back(Family{std::move(prefix), std::move(make), std::move(description), std::move(selection)});
+}
+
 const BackendInfo* BackendRegistry::find(std::string_view name) const {
   for (const auto& b : backends_)
     if (b->name == name) return b.get();
+  const auto colon = name.find(':');
+  if (colon == std::string_view::npos || colon + 1 == name.size()) return nullptr;
+  for (const Family& f : families_) {
+    if (f.prefix != name.substr(0, colon)) continue;
+    backends_.push_back(std::make_unique<BackendInfo>(f.make(std::string(name))));
+    return backends_.back().get();
+  }
   return nullptr;
+}
+
+const BackendInfo& BackendRegistry::require(std::string_view name) const {
+  if (const BackendInfo* b = find(name)) return *b;
+  std::string known;
+  for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  usage("unknown backend '" + std::string(name) + "' (available: " + known + ")");
 }
 
 std::vector<const BackendInfo*> BackendRegistry::list() const {
   std::vector<const BackendInfo*> out;
-  for (const auto& b : backends_) out.push_back(b.get());
+  for (const auto& b : backends_) {
+    bool in_family = false;
+    for (const Family& f : families_) in_family = in_family || b->name.rfind(f.prefix + ":", 0) == 0;
+    if (!in_family) out.push_back(b.get());
+  }
   return out;
 }
 
 std::vector<std::string> BackendRegistry::names() const {
   std::vector<std::string> out;
-  for (const auto& b : backends_) out.push_back(b->name);
+  for (const auto& b : backends_) {
+    bool in_family = false;
+    for (const Family& f : families_) in_family = in_family || b->name.rfind(f.prefix + ":", 0) == 0;
+    if (!in_family) out.push_back(b->name);
+  }
+  for (const Family& f : families_) out.push_back(f.prefix + ":NAME");
   return out;
 }
 
@@ -109,6 +147,38 @@ std::string BackendRegistry::load_plugin(const std::string& path) {
   add(std::move(info));
   handles_.push_back(h);
   return name;
+}
+
+std::unique_ptr<Job> start_job(const BackendInfo& info, const JobOptions& options, bool processes) {
+  if (info.unavailable)
+    if (auto why = info.unavailable()) usage("backend '" + info.name + "' is not available here: " + *why);
+  if (processes || !info.create) {
+    if (!info.start) usage("backend '" + info.name + "' does not run as processes");
+    return info.start(options);
+  }
+  BackendOptions bo;
+  bo.world_size = options.world_size;
+  bo.seed = options.seed;
+  bo.trace = options.trace;
+  bo.timing_only = options.timing_only;
+  bo.simulation = options.simulation;
+  return in_process_job(info.create(bo), options, info.name);
+}
+
+Job& JobCache::get(const BackendInfo& info, const JobOptions& options, bool processes) {
+  if (job_ && job_->reusable() && backend_ == info.name && world_ == options.world_size) {
+    job_->set_run_options(options);
+    return *job_;
+  }
+  job_.reset();
+  job_ = start_job(info, options, processes);
+  backend_ = info.name;
+  world_ = options.world_size;
+  return *job_;
+}
+
+void JobCache::release() {
+  if (job_ && !job_->reusable()) job_.reset();
 }
 
 }  // namespace collie

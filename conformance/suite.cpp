@@ -9,9 +9,11 @@
 
 #include "conformance/collective_check.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "scenario/loader.h"
 #include "scenario/runner.h"
 #include "sim/prng.h"
+#include "sim/simulation_options.h"
 
 namespace collie::conformance {
 
@@ -29,44 +31,60 @@ std::string first_lines(const std::string& s, int n) {
   return out;
 }
 
-struct Pending {
-  std::string feature, name, kind, replay;
-  std::function<std::string()> run;  // returns "" on success
+// A case's own result: failure text (empty: passed), notes, or a skip.
+struct Ran {
+  std::string failure;
+  std::vector<std::string> notes;
+  std::string skipped;
+  std::string implementation;
 };
 
-std::unique_ptr<InProcessBackend> make_backend(const BackendInfo& b, int world, std::uint64_t seed) {
-  BackendOptions o;
-  o.world_size = world;
-  o.seed = seed;
-  o.network.jitter_fraction = 0.5;
-  return b.create(o);
-}
-
-std::string run_on_backend(const BackendInfo& b, int world, std::uint64_t seed,
-                           const std::function<std::string(LocalWorld&, const std::string&)>& body) {
-  auto backend = make_backend(b, world, seed);
-  std::vector<Transport*> ts;
-  for (int r = 0; r < world; ++r) ts.push_back(&backend->transport(r));
-  LocalWorld w(ts, CommunicatorOptions{});
-  return body(w, "backend " + b.name + ", seed " + std::to_string(seed));
-}
+struct Pending {
+  std::string feature, name, kind, replay;
+  int world = 1;
+  std::function<Ran()> run;
+};
 
 }  // namespace
 
 bool SuiteResult::passed() const {
   if (!load_errors.empty() || cases.empty()) return false;
-  for (const auto& c : cases)
-    if (!c.passed) return false;
-  return true;
+  int passed = 0;
+  for (const auto& c : cases) {
+    if (!c.passed && !c.skipped) return false;
+    passed += c.passed ? 1 : 0;
+  }
+  return passed > 0;
+}
+
+int SuiteResult::failed() const {
+  int n = 0;
+  for (const auto& c : cases) n += !c.passed && !c.skipped ? 1 : 0;
+  return n;
+}
+
+int SuiteResult::skipped() const {
+  int n = 0;
+  for (const auto& c : cases) n += c.skipped ? 1 : 0;
+  return n;
 }
 
 SuiteResult run_conformance(const SuiteOptions& o) {
   const BackendRegistry& reg = o.registry ? *o.registry : BackendRegistry::builtin();
-  const BackendInfo* backend = reg.find(o.backend);
-  if (!backend) throw Error(ErrorKind::kUsage, OpContext{}, "unknown backend '" + o.backend + "'");
+  const BackendInfo& backend = reg.require(o.backend);
+  if (backend.unavailable)
+    if (auto why = backend.unavailable())
+      throw Error(ErrorKind::kUsage, OpContext{}, "backend '" + o.backend + "' is not available here: " + *why);
+  const bool processes = o.processes || !backend.create;
+  const bool strict = backend.collie_core || o.strict;
   SuiteResult res;
   res.backend = o.backend;
   std::vector<Pending> pending;
+  std::string flags;
+  for (const auto& f : o.replay_flags) flags += " " + f;
+  if (processes && backend.create) flags += " --processes";
+  if (o.strict) flags += " --strict";
+  JobCache jobs;
 
   // Scenarios marked for conformance.
   std::vector<std::string> files;
@@ -93,25 +111,57 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.feature = s->feature.empty() ? "scenarios" : s->feature;
     p.name = fs::path(f).stem().string();
     p.kind = "scenario";
-    p.replay = "collie run " + f + " --backend " + o.backend;
-    p.run = [s, &o, &reg] {
+    p.world = s->world;
+    p.replay = "collie run " + f + " --backend " + o.backend + flags;
+    p.run = [s, &o, &reg, &jobs, processes] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
       ro.registry = &reg;
+      ro.processes = processes;
+      ro.jobs = &jobs;
+      ro.strict = o.strict;
+      if (processes && o.timeout_ns) ro.timeout_ns = o.timeout_ns;
       auto r = scenario::run_scenario(*s, ro);
-      if (r.passed) return std::string();
-      std::string msg;
-      for (const auto& fl : r.failures) msg += fl + "\n";
-      return msg;
+      Ran ran;
+      ran.implementation = r.implementation;
+      ran.notes = std::move(r.notes);
+      if (r.skipped) ran.skipped = r.skip_reason;
+      for (const auto& fl : r.failures) ran.failure += fl + "\n";
+      return ran;
     };
     pending.push_back(std::move(p));
   }
 
-  // Generated property cases.
+  // Generated property cases, each on a job of its world.
+  auto on_job = [&o, &backend, &jobs, processes](int world, std::uint64_t seed) {
+    return [&o, &backend, &jobs, processes, world, seed](const DistProgram& program) {
+      JobOptions jo;
+      jo.world_size = world;
+      jo.seed = seed;
+      jo.timeout_ns = processes ? o.timeout_ns : 0;
+      sim::SimulationOptions simulation;
+      simulation.network.jitter_fraction = 0.5;
+      if (backend.simulated) jo.simulation = &simulation;
+      Job& job = jobs.get(backend, jo, processes);
+      RunContext ctx;
+      ctx.label = "backend " + backend.name + ", seed " + std::to_string(seed);
+      RunResult r = job.run(program, ctx);
+      jobs.release();
+      return r;
+    };
+  };
+  auto property = [&](const CaseOutcome& c, const std::string& what) {
+    Ran ran;
+    if (!c.failure.empty()) ran.failure = c.failure + " (" + what + ")";
+    for (const auto& n : c.notes) ran.notes.push_back(n);
+    ran.skipped = c.skipped;
+    return ran;
+  };
   sim::Prng prng(o.seed);
   const std::vector<CollectiveKind> kinds = {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
                                              CollectiveKind::kAllReduce, CollectiveKind::kScatter,
                                              CollectiveKind::kGather,    CollectiveKind::kAllGather,
+                                             CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
                                              CollectiveKind::kBarrier};
   for (CollectiveKind k : kinds) {
     for (int i = 0; i < o.cases_per_feature; ++i) {
@@ -122,13 +172,12 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       p.feature = collective_name(k);
       p.name = "random_" + std::to_string(i);
       p.kind = "property";
-      p.replay = "collie conformance --backend " + o.backend + " --seed " + std::to_string(o.seed) + " --filter '^" +
-                 p.feature + "/" + p.name + "$'";
-      p.run = [c, world, seed, backend] {
-        std::string err = run_on_backend(*backend, world, seed, [&](LocalWorld& w, const std::string& ctx) {
-          return run_and_check(w, {c}, ctx);
-        });
-        return err.empty() ? err : c.describe() + ", world " + std::to_string(world) + ": " + err;
+      p.world = world;
+      p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+                 " --filter '^" + p.feature + "/" + p.name + "$'";
+      p.run = [c, world, seed, strict, on_job, property] {
+        return property(run_and_check(on_job(world, seed), world, {c}, strict, ""),
+                        "world " + std::to_string(world));
       };
       pending.push_back(std::move(p));
     }
@@ -140,13 +189,13 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.feature = "p2p";
     p.name = "random_traffic_" + std::to_string(i);
     p.kind = "property";
-    p.replay = "collie conformance --backend " + o.backend + " --seed " + std::to_string(o.seed) + " --filter '^p2p/" +
-               p.name + "$'";
-    p.run = [world, seed, backend] {
-      return run_on_backend(*backend, world, seed, [&](LocalWorld& w, const std::string& ctx) {
-        sim::Prng traffic(seed);
-        return run_p2p_traffic(w, traffic, 12, ctx);
-      });
+    p.world = world;
+    p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+               " --filter '^p2p/" + p.name + "$'";
+    p.run = [world, seed, on_job, property] {
+      sim::Prng traffic(seed);
+      return property(run_p2p_traffic(on_job(world, seed), world, traffic, 12, ""),
+                      "random traffic, world " + std::to_string(world) + ", seed " + std::to_string(seed));
     };
     pending.push_back(std::move(p));
   }
@@ -163,12 +212,34 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       p.feature = "dtypes_x_ops";
       p.name = std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op));
       p.kind = "property";
-      p.replay = "collie conformance --backend " + o.backend + " --filter '^dtypes_x_ops/" + p.name + "$'";
-      p.run = [c, backend] {
-        std::string err = run_on_backend(*backend, 5, 1, [&](LocalWorld& w, const std::string& ctx) {
-          return run_and_check(w, {c}, ctx);
-        });
-        return err.empty() ? err : c.describe() + ": " + err;
+      p.world = 5;
+      p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^dtypes_x_ops/" + p.name + "$'";
+      p.run = [c, strict, on_job, property] {
+        return property(run_and_check(on_job(5, 1), 5, {c}, strict, ""), "world 5");
+      };
+      pending.push_back(std::move(p));
+    }
+  }
+  // Signed zeros, NaNs of both signs, infinities and subnormals through
+  // every floating reduction: collie's core must give the oracle's bits;
+  // elsewhere only NaN and zero bits may differ (a note).
+  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+      CollectiveCase c;
+      c.op = CollectiveKind::kAllReduce;
+      c.dtype = dt;
+      c.reduce_op = op;
+      c.count = 64;
+      c.data_seed = static_cast<std::uint64_t>(static_cast<int>(dt) * 100 + static_cast<int>(op) + 7);
+      c.special_values = true;
+      Pending p;
+      p.feature = "special_values";
+      p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op));
+      p.kind = "property";
+      p.world = 5;
+      p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^special_values/" + p.name + "$'";
+      p.run = [c, strict, on_job, property] {
+        return property(run_and_check(on_job(5, 1), 5, {c}, strict, ""), "world 5");
       };
       pending.push_back(std::move(p));
     }
@@ -183,64 +254,86 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     }
     std::erase_if(pending, [&](const Pending& p) { return !std::regex_search(p.feature + "/" + p.name, re); });
   }
+  // A process job is started once per world size: run the cases grouped by
+  // world (stable within a world), report them in the suite's order.
+  std::vector<std::size_t> order(pending.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (processes)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return pending[a].world < pending[b].world; });
+  res.cases.resize(pending.size());
   int index = 0;
-  for (Pending& p : pending) {
+  for (std::size_t at : order) {
+    Pending& p = pending[at];
     if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
     ++index;
     const auto t0 = std::chrono::steady_clock::now();
-    std::string err;
+    Ran ran;
     try {
-      err = p.run();
+      ran = p.run();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kUsage) throw;  // the backend cannot run at all
+      ran.failure = std::string("the case threw: ") + e.what();
     } catch (const std::exception& e) {
-      err = std::string("the case threw: ") + e.what();
+      ran.failure = std::string("the case threw: ") + e.what();
     }
-    CaseResult c;
+    if (res.implementation.empty()) res.implementation = ran.implementation;
+    CaseResult& c = res.cases[at];
     c.feature = p.feature;
     c.name = p.name;
     c.kind = p.kind;
-    c.passed = err.empty();
-    c.message = first_lines(err, 12);
+    c.skipped = !ran.skipped.empty() && ran.failure.empty();
+    c.skip_reason = ran.skipped;
+    c.passed = ran.failure.empty() && !c.skipped;
+    c.message = first_lines(ran.failure, 12);
+    c.notes = std::move(ran.notes);
     c.replay = p.replay;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    res.cases.push_back(std::move(c));
   }
   return res;
 }
 
 std::string format_matrix(const SuiteResult& r) {
   struct Row {
-    int s_pass = 0, s_total = 0, p_pass = 0, p_total = 0;
+    int s_pass = 0, s_total = 0, p_pass = 0, p_total = 0, skipped = 0, notes = 0;
   };
   std::map<std::string, Row> rows;
   for (const auto& c : r.cases) {
     Row& row = rows[c.feature];
-    if (c.kind == "scenario") {
-      ++row.s_total;
-      row.s_pass += c.passed ? 1 : 0;
+    int& total = c.kind == "scenario" ? row.s_total : row.p_total;
+    int& pass = c.kind == "scenario" ? row.s_pass : row.p_pass;
+    if (c.skipped) {
+      ++row.skipped;
     } else {
-      ++row.p_total;
-      row.p_pass += c.passed ? 1 : 0;
+      ++total;
+      pass += c.passed ? 1 : 0;
     }
+    row.notes += c.notes.empty() ? 0 : 1;
   }
   std::ostringstream os;
-  os << "conformance of backend '" << r.backend << "'\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %s\n", "feature", "scenarios", "properties", "result");
+  os << "conformance of backend '" << r.backend << "'";
+  if (!r.implementation.empty()) os << " (" << r.implementation << ")";
+  os << "\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", "feature", "scenarios", "properties", "skipped",
+                "notes", "result");
   os << line;
   for (const auto& [feature, row] : rows) {
     auto frac = [](int a, int b) { return b ? std::to_string(a) + "/" + std::to_string(b) : std::string("-"); };
     const bool ok = row.s_pass == row.s_total && row.p_pass == row.p_total;
-    std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %s\n", feature.c_str(), frac(row.s_pass, row.s_total).c_str(),
-                  frac(row.p_pass, row.p_total).c_str(), ok ? "PASS" : "FAIL");
+    const char* verdict = !ok ? "FAIL" : row.s_total + row.p_total == 0 ? "SKIP" : "PASS";
+    std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", feature.c_str(),
+                  frac(row.s_pass, row.s_total).c_str(), frac(row.p_pass, row.p_total).c_str(),
+                  row.skipped ? std::to_string(row.skipped).c_str() : "-", row.notes ? std::to_string(row.notes).c_str() : "-",
+                  verdict);
     os << line;
   }
-  int failed = 0;
-  for (const auto& c : r.cases) failed += c.passed ? 0 : 1;
+  const int failed = r.failed();
   if (failed) {
     os << "\nfailures (" << failed << "):\n";
     int shown = 0;
     for (const auto& c : r.cases) {
-      if (c.passed) continue;
+      if (c.passed || c.skipped) continue;
       if (++shown > 10) {
         os << "  ... and " << failed - 10 << " more (see the JUnit report)\n";
         break;
@@ -253,14 +346,41 @@ std::string format_matrix(const SuiteResult& r) {
       os << "    replay: " << c.replay << "\n";
     }
   }
+  // Skips and notes, each distinct reason once with how many cases it covers.
+  auto grouped = [&](const char* title, auto texts_of) {
+    std::map<std::string, std::vector<std::string>> by_text;
+    for (const auto& c : r.cases)
+      for (const std::string& t : texts_of(c)) by_text[t].push_back(c.feature + "/" + c.name);
+    if (by_text.empty()) return;
+    os << "\n" << title << " (" << by_text.size() << " distinct):\n";
+    int shown = 0;
+    for (const auto& [text, cases] : by_text) {
+      if (++shown > 12) {
+        os << "  ... and " << by_text.size() - 12 << " more (see the JUnit report)\n";
+        break;
+      }
+      os << "  " << first_lines(text, 3) << "\n    in " << cases.front();
+      if (cases.size() > 1) os << " and " << cases.size() - 1 << " more";
+      os << "\n";
+    }
+  };
+  grouped("skipped: the implementation does not provide", [](const CaseResult& c) {
+    return c.skipped ? std::vector<std::string>{c.skip_reason} : std::vector<std::string>{};
+  });
+  grouped("notes: differences where torch leaves the behaviour unspecified (--strict makes them failures)",
+          [](const CaseResult& c) { return c.notes; });
   for (const auto& e : r.load_errors) os << "  scenario not loaded: " << e << "\n";
-  std::snprintf(line, sizeof line, "\n%zu passed, %d failed\n", r.cases.size() - static_cast<std::size_t>(failed), failed);
+  int notes = 0;
+  for (const auto& c : r.cases) notes += c.notes.empty() ? 0 : 1;
+  std::snprintf(line, sizeof line, "\n%d passed, %d failed, %d skipped, %d with notes\n",
+                static_cast<int>(r.cases.size()) - failed - r.skipped(), failed, r.skipped(), notes);
   os << line;
   return os.str();
 }
 
 namespace {
-std::string xml_escape(const std::string& s) {
+std::string xml_escape(const std::string& text) {
+  const std::string s = valid_utf8(text);  // XML is UTF-8 here, whatever the bytes were
   std::string o;
   for (unsigned char c : s) {
     switch (c) {
@@ -278,37 +398,57 @@ std::string xml_escape(const std::string& s) {
 }
 }  // namespace
 
+// Seconds as JUnit readers expect them: a plain decimal ("0.000012" was
+// "1.2e-05").
+std::string junit_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", s);
+  return buf;
+}
+
 std::string junit_xml(const std::string& suite_name, const std::vector<CaseResult>& cases) {
   std::map<std::string, std::vector<const CaseResult*>> by_feature;
   for (const auto& c : cases) by_feature[c.feature].push_back(&c);
-  int failures = 0;
+  int failures = 0, skipped = 0;
   double total = 0;
   for (const auto& c : cases) {
-    failures += c.passed ? 0 : 1;
+    failures += c.passed || c.skipped ? 0 : 1;
+    skipped += c.skipped ? 1 : 0;
     total += c.seconds;
   }
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   os << "<testsuites name=\"" << xml_escape(suite_name) << "\" tests=\"" << cases.size() << "\" failures=\""
-     << failures << "\" time=\"" << total << "\">\n";
+     << failures << "\" skipped=\"" << skipped << "\" time=\"" << junit_seconds(total) << "\">\n";
   for (const auto& [feature, cs] : by_feature) {
-    int f = 0;
+    int f = 0, sk = 0;
     double t = 0;
     for (const auto* c : cs) {
-      f += c->passed ? 0 : 1;
+      f += c->passed || c->skipped ? 0 : 1;
+      sk += c->skipped ? 1 : 0;
       t += c->seconds;
     }
     os << "  <testsuite name=\"" << xml_escape(feature) << "\" tests=\"" << cs.size() << "\" failures=\"" << f
-       << "\" errors=\"0\" time=\"" << t << "\">\n";
+       << "\" errors=\"0\" skipped=\"" << sk << "\" time=\"" << junit_seconds(t) << "\">\n";
     for (const auto* c : cs) {
       os << "    <testcase classname=\"" << xml_escape(suite_name + "." + feature) << "\" name=\""
-         << xml_escape(c->name) << "\" time=\"" << c->seconds << "\"";
-      if (c->passed) {
-        os << "/>\n";
+         << xml_escape(c->name) << "\" time=\"" << junit_seconds(c->seconds) << "\"";
+      if (c->skipped) {
+        os << ">\n      <skipped message=\"" << xml_escape(c->skip_reason) << "\"/>\n    </testcase>\n";
+      } else if (c->passed) {
+        if (c->notes.empty()) {
+          os << "/>\n";
+        } else {
+          os << ">\n      <system-out>";
+          for (const auto& n : c->notes) os << xml_escape("note: " + n) << "\n";
+          os << "</system-out>\n    </testcase>\n";
+        }
       } else {
         const std::string first = c->message.substr(0, c->message.find('\n'));
+        // The replay line once: a deadlock report already ends with it.
+        const bool has_replay = c->message.find("replay: " + c->replay) != std::string::npos;
         os << ">\n      <failure message=\"" << xml_escape(first) << "\">" << xml_escape(c->message)
-           << "\nreplay: " << xml_escape(c->replay) << "</failure>\n    </testcase>\n";
+           << (has_replay ? std::string() : "\nreplay: " + xml_escape(c->replay)) << "</failure>\n    </testcase>\n";
       }
     }
     os << "  </testsuite>\n";

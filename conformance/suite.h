@@ -14,13 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 
 namespace collie::conformance {
 
 struct SuiteOptions {
   std::string backend = "sim";
   const BackendRegistry* registry = nullptr;  // null: BackendRegistry::builtin()
+  // Run the backend's ranks as processes (tcp has both forms; process-only
+  // backends always do). A process job is started once per world size and
+  // runs every case of that size, unless a case leaves it broken.
+  bool processes = false;
+  bool strict = false;                        // differences where torch is silent fail too
+  Nanos timeout_ns = 0;                       // process backends: a case that stops making progress this long hangs
+  std::vector<std::string> replay_flags;      // appended to every replay command (--backend-plugin PATH, ...)
   std::vector<std::string> scenario_dirs;     // searched recursively for *.yaml
   std::string filter;                         // ECMAScript regex on "feature/name"; empty: all
   int cases_per_feature = 20;                 // generated property cases per feature
@@ -37,13 +44,19 @@ struct CaseResult {
   std::string message;   // why it failed (first lines)
   std::string replay;    // how to run it alone
   double seconds = 0;
+  bool skipped = false;  // the implementation lacks an op the case needs: neither passed nor failed
+  std::string skip_reason;
+  std::vector<std::string> notes;  // differences where torch leaves the behaviour unspecified
 };
 
 struct SuiteResult {
   std::string backend;
+  std::string implementation;  // what ran the ops ("Open MPI 4.1.4", ...)
   std::vector<CaseResult> cases;
   std::vector<std::string> load_errors;  // scenarios that did not load
-  bool passed() const;
+  bool passed() const;  // nothing failed and something passed
+  int failed() const;
+  int skipped() const;
 };
 
 SuiteResult run_conformance(const SuiteOptions& options);

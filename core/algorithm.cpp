@@ -15,12 +15,13 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::kLinear: return "linear";
     case Algorithm::kDissemination: return "dissemination";
     case Algorithm::kBruck: return "bruck";
+    case Algorithm::kPairwise: return "pairwise";
   }
   return "?";
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Algorithm::kBruck); ++i) {
+  for (int i = 0; i <= static_cast<int>(Algorithm::kPairwise); ++i) {
     auto a = static_cast<Algorithm>(i);
     if (algorithm_name(a) == name) return a;
   }
@@ -40,6 +41,10 @@ std::vector<Algorithm> algorithms_for(CollectiveKind op) {
       return {Algorithm::kRing, Algorithm::kBruck};
     case CollectiveKind::kBarrier:
       return {Algorithm::kDissemination};
+    case CollectiveKind::kReduceScatter:
+      return {Algorithm::kRing, Algorithm::kPairwise};
+    case CollectiveKind::kAllToAll:
+      return {Algorithm::kPairwise, Algorithm::kBruck};
     case CollectiveKind::kNone:
       return {};
   }
@@ -68,6 +73,10 @@ Algorithm select_algorithm(CollectiveKind op, std::size_t bytes, int n, const Al
       return bytes >= sel.allgather_ring_block_bytes ? Algorithm::kRing : Algorithm::kBruck;
     case CollectiveKind::kBarrier:
       return Algorithm::kDissemination;
+    case CollectiveKind::kReduceScatter:
+      return bytes >= sel.reduce_scatter_ring_block_bytes ? Algorithm::kRing : Algorithm::kPairwise;
+    case CollectiveKind::kAllToAll:
+      return Algorithm::kPairwise;
     case CollectiveKind::kNone:
       break;
   }
@@ -78,8 +87,10 @@ std::string describe_call(const Fingerprint& fp) {
   std::ostringstream os;
   os << collective_name(fp.op) << "(";
   if (fp.op != CollectiveKind::kBarrier) {
-    os << dtype_name(fp.dtype) << " x " << fp.count;
-    if (fp.op == CollectiveKind::kReduce || fp.op == CollectiveKind::kAllReduce)
+    os << dtype_name(fp.dtype);
+    if (fp.op != CollectiveKind::kAllToAll) os << " x " << fp.count;
+    if (fp.op == CollectiveKind::kReduce || fp.op == CollectiveKind::kAllReduce ||
+        fp.op == CollectiveKind::kReduceScatter)
       os << ", " << reduce_op_name(fp.reduce_op);
     if (fp.root >= 0) os << ", root " << fp.root;
     os << ", ";

@@ -26,7 +26,9 @@ enum class Algorithm : std::uint8_t {
   kBinomialTree = 4,       // broadcast, reduce, scatter, gather
   kLinear = 5,             // broadcast, reduce, scatter, gather: root talks to everyone
   kDissemination = 6,      // barrier
-  kBruck = 7,              // all_gather in ceil(log2 n) steps, any n (latency bound, and at scale)
+  kBruck = 7,              // all_gather in ceil(log2 n) steps, any n (latency bound, and at scale);
+                           // all_to_all with equal blocks in ceil(log2 n) steps
+  kPairwise = 8,           // reduce_scatter, all_to_all: every pair exchanges its block directly
 };
 
 std::string_view algorithm_name(Algorithm a);  // "ring", "halving_doubling", ...
@@ -46,6 +48,10 @@ struct AlgorithmSelection {
   // all_gather whose per-rank block is at least this uses the ring (n-1
   // steps that pipeline well); smaller blocks use Bruck (ceil(log2 n) steps).
   std::size_t allgather_ring_block_bytes = 64 * 1024;
+  // reduce_scatter whose output block is at least this uses the pipelined
+  // ring (n-1 steps, each moving one block in segments); smaller blocks use
+  // pairwise exchange (all n-1 messages at once, latency bound).
+  std::size_t reduce_scatter_ring_block_bytes = 64 * 1024;
   // scatter/gather moving at most this many bytes in total use the binomial
   // tree; above it, linear (the tree would copy large blocks twice).
   std::size_t scatter_tree_total_bytes = 64 * 1024;
@@ -54,7 +60,10 @@ struct AlgorithmSelection {
   std::size_t ring_segment_bytes = 256 * 1024;
 };
 
-// The automatic choice.
+// The automatic choice. `bytes_per_rank` is the input per rank (broadcast,
+// reduce, all_reduce, all_gather: the tensor; scatter/gather: one block;
+// reduce_scatter: the output block; all_to_all: not used -- pairwise, as
+// block sizes may differ between ranks).
 Algorithm select_algorithm(CollectiveKind op, std::size_t bytes_per_rank, int group_size,
                            const AlgorithmSelection& sel);
 

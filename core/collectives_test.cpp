@@ -2,7 +2,7 @@
 // cross-rank mismatch error, with the messages users see.
 #include <gtest/gtest.h>
 
-#include "conformance/reference.h"
+#include "check/reference.h"
 #include "core/communicator.h"
 #include "sim/sim_world.h"
 #include "sim/testing.h"
@@ -394,6 +394,137 @@ TEST(BlockingForms, BlockingWaitInsideASimulatedRankIsAUsageError) {
   EXPECT_NE(error_text(res, 0).find("co_await"), std::string::npos);
 }
 
+// ---- reduce_scatter and all_to_all ----------------------------------------
+
+// torch's example: reduce_scatter of [r*n + i + 1 for i] lists; rank i gets
+// the sum of every rank's entry i.
+TEST(Collectives, ReduceScatterAndAllToAllBothForms) {
+  constexpr int n = 3;
+  sim::SimWorld w(n);
+  std::vector<std::vector<double>> rs(n), rst(n), a2a(n), a2as(n);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    const int r = c.rank();
+    std::vector<Tensor> in;
+    for (int i = 0; i < n; ++i) in.push_back(Tensor::of(DType::kInt64, {static_cast<double>(r * n + i + 1)}));
+    std::vector<TensorView> in_views(in.begin(), in.end());
+    Tensor out(DType::kInt64, {1});
+    co_await c.reduce_scatter(out, in_views);
+    rs[static_cast<std::size_t>(r)] = {out.get(0)};
+    Tensor whole = Tensor::of(DType::kInt64, {in[0].get(0), in[1].get(0), in[2].get(0)});
+    co_await c.reduce_scatter_tensor(out, whole, ReduceOp::kMax);
+    rst[static_cast<std::size_t>(r)] = {out.get(0)};
+    std::vector<Tensor> got;  // (copies of a Tensor share its storage)
+    for (int i = 0; i < n; ++i) got.emplace_back(DType::kInt64, std::vector<std::int64_t>{1});
+    std::vector<TensorView> got_views(got.begin(), got.end());
+    co_await c.all_to_all(got_views, in_views);
+    for (auto& t : got) a2a[static_cast<std::size_t>(r)].push_back(t.get(0));
+    // Uneven: rank r sends j + 1 copies of its value to rank j.
+    const std::vector<std::size_t> in_splits = {1, 2, 3};
+    const std::vector<std::size_t> out_splits(n, static_cast<std::size_t>(r + 1));
+    Tensor src(DType::kInt64, {6}), dst(DType::kInt64, {3 * (r + 1)});
+    for (std::size_t i = 0; i < 6; ++i) src.set(i, r);
+    co_await c.all_to_all_single(dst, src, out_splits, in_splits);
+    for (std::size_t i = 0; i < dst.count(); ++i) a2as[static_cast<std::size_t>(r)].push_back(dst.get(i));
+  });
+  ASSERT_TRUE(res.ok()) << res.describe();
+  // Entry i over ranks: (i+1) + (n+i+1) + (2n+i+1).
+  EXPECT_EQ(rs, (std::vector<std::vector<double>>{{12}, {15}, {18}}));
+  EXPECT_EQ(rst, (std::vector<std::vector<double>>{{7}, {8}, {9}}));
+  EXPECT_EQ(a2a, (std::vector<std::vector<double>>{{1, 4, 7}, {2, 5, 8}, {3, 6, 9}}));
+  EXPECT_EQ(a2as, (std::vector<std::vector<double>>{{0, 1, 2}, {0, 0, 1, 1, 2, 2}, {0, 0, 0, 1, 1, 1, 2, 2, 2}}));
+}
+
+TEST(CollectiveValidation, ReduceScatterListsAndSizesFollowTorchsRules) {
+  Tensor out(DType::kFloat32, {2});
+  std::vector<Tensor> three(3, Tensor(DType::kFloat32, {2}));
+  std::vector<TensorView> v(three.begin(), three.end());
+  auto e = call_error(4, [&](Communicator& c) { return c.reduce_scatter(out, v); });
+  EXPECT_NE(e.find("input_list has 3 tensors but world has 4 ranks"), std::string::npos) << e;
+  three[1] = Tensor(DType::kFloat32, {3});
+  v.assign(three.begin(), three.end());
+  e = call_error(3, [&](Communicator& c) { return c.reduce_scatter(out, v); });
+  EXPECT_NE(e.find("input_list[1] is float32 x 3 but the output tensor is float32 x 2"), std::string::npos) << e;
+  Tensor in(DType::kFloat32, {7});
+  e = call_error(3, [&](Communicator& c) { return c.reduce_scatter_tensor(out, in); });
+  EXPECT_NE(e.find("the input tensor is float32 x 7 but world has 3 ranks and the output tensor is float32 x 2 "
+                   "(the input needs 6 elements of its dtype)"),
+            std::string::npos)
+      << e;
+  Tensor f6(DType::kFloat32, {6});
+  e = call_error(3, [&](Communicator& c) { return c.reduce_scatter_tensor(out, f6, ReduceOp::kBand); });
+  EXPECT_NE(e.find("BAND is not defined for float32"), std::string::npos) << e;
+}
+
+TEST(CollectiveValidation, AllToAllSplitsFollowTorchsRules) {
+  Tensor in(DType::kFloat32, {7}), out(DType::kFloat32, {7});
+  auto e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in); });
+  EXPECT_NE(e.find("the output tensor is float32 x 7, which does not divide into 3 equal blocks (one per rank of "
+                   "world); pass output_split_sizes"),
+            std::string::npos)
+      << e;
+  const std::vector<std::size_t> two = {3, 4}, short_sum = {1, 2, 3}, long_sum = {5, 5, 0}, fits = {2, 2, 3};
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in, fits, two); });
+  EXPECT_NE(e.find("input_split_sizes has 2 sizes but world has 3 ranks"), std::string::npos) << e;
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in, fits, short_sum); });
+  EXPECT_NE(e.find("input_split_sizes add up to 6 but the input tensor has 7 elements"), std::string::npos) << e;
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in, fits, long_sum); });
+  EXPECT_NE(e.find("input_split_sizes add up to more than the input tensor's 7 elements"), std::string::npos) << e;
+  // Rank 0's block to itself: 2 in, 3 out.
+  const std::vector<std::size_t> self_differs = {3, 2, 2};
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in, self_differs, fits); });
+  EXPECT_NE(e.find("this rank's block to itself is float32 x 2 in the input but float32 x 3 in the output"),
+            std::string::npos)
+      << e;
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all_single(out, in, fits, fits, {}, {Algorithm::kBruck}); });
+  EXPECT_NE(e.find("algorithm 'bruck' needs blocks of one size"), std::string::npos) << e;
+  std::vector<Tensor> mixed = {Tensor(DType::kFloat32, {1}), Tensor(DType::kInt32, {1}), Tensor(DType::kFloat32, {1})};
+  std::vector<TensorView> mv(mixed.begin(), mixed.end());
+  std::vector<Tensor> ok(3, Tensor(DType::kFloat32, {1}));
+  std::vector<TensorView> ov(ok.begin(), ok.end());
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all(ov, mv); });
+  EXPECT_NE(e.find("input block 1 is int32 x 1 but input block 0 is float32 x 1 (one dtype for every block)"),
+            std::string::npos)
+      << e;
+  e = call_error(3, [&](Communicator& c) { return c.all_to_all(std::span<const TensorView>(ov).first(2), ov); });
+  EXPECT_NE(e.find("output_list has 2 tensors but world has 3 ranks"), std::string::npos) << e;
+}
+
+// Regression for the kind of mistake all_to_all invites: a sender's block
+// and its receiver's slot disagree. It is a size error on the receiver,
+// naming the sender -- not a hang or a silent truncation.
+TEST(CollectiveMismatch, AllToAllBlocksThatDisagreeAreASizeMismatch) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    // Rank 0 sends 2 elements to rank 1, which expects 3.
+    const std::vector<std::size_t> in_splits = c.rank() == 0 ? std::vector<std::size_t>{1, 2}
+                                                             : std::vector<std::size_t>{1, 1};
+    const std::vector<std::size_t> out_splits = c.rank() == 0 ? std::vector<std::size_t>{1, 1}
+                                                              : std::vector<std::size_t>{3, 1};
+    Tensor in(DType::kFloat32, {c.rank() == 0 ? 3 : 2}), out(DType::kFloat32, {c.rank() == 0 ? 2 : 4});
+    co_await c.all_to_all_single(out, in, out_splits, in_splits);
+  });
+  EXPECT_FALSE(res.ok());
+  const std::string e = error_text(res, 1);
+  EXPECT_NE(e.find("size_mismatch"), std::string::npos) << e;
+  EXPECT_NE(e.find("all_to_all_single"), std::string::npos) << e;
+  EXPECT_NE(e.find("message from rank 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("float32 x 2"), std::string::npos) << e;
+}
+
+TEST(CollectiveMismatch, ReduceScatterAgainstAllGatherIsAMismatch) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Tensor out(DType::kFloat32, {2}), in(DType::kFloat32, {4});
+    if (c.rank() == 0) co_await c.reduce_scatter_tensor(out, in);
+    else co_await c.all_gather_into_tensor(in, out);
+  });
+  EXPECT_FALSE(res.ok());
+  const std::string e = error_text(res, 0).empty() ? error_text(res, 1) : error_text(res, 0);
+  EXPECT_NE(e.find("collective_mismatch"), std::string::npos) << e;
+  EXPECT_NE(e.find("reduce_scatter(float32 x 2, SUM"), std::string::npos) << e;
+  EXPECT_NE(e.find("all_gather(float32 x 2"), std::string::npos) << e;
+}
+
 // ---- edge cases -----------------------------------------------------------
 
 TEST(Collectives, CountZeroAndWorldOneComplete) {
@@ -405,6 +536,10 @@ TEST(Collectives, CountZeroAndWorldOneComplete) {
         co_await c.all_reduce(t, ReduceOp::kSum, {}, {a});
       co_await c.broadcast(t, 0);
       co_await c.reduce(t, 0);
+      for (Algorithm a : algorithms_for(CollectiveKind::kReduceScatter))
+        co_await c.reduce_scatter_tensor(t, t, ReduceOp::kSum, {}, {a});
+      for (Algorithm a : algorithms_for(CollectiveKind::kAllToAll))
+        co_await c.all_to_all_single(t, t, {}, {}, {}, {a});
       co_await c.barrier();
     });
     EXPECT_TRUE(res.ok()) << res.describe();

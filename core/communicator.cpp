@@ -240,7 +240,7 @@ void Communicator::invalid(const std::string& op, const GroupState& g, const std
   throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, op, g.name, -1, std::move(peers)}, detail);
 }
 
-Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns) {
+Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
   const GroupState& w = *world_.state();
   if (ranks.empty()) invalid("new_group", w, "a group needs at least one rank");
   for (int r : ranks) {
@@ -254,7 +254,7 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns) {
   auto g = std::make_shared<GroupState>();
   g->id = ++groups_created_;
   g->digest = group_digest(ranks);
-  g->name = group_name(g->id, ranks);
+  g->name = name.empty() ? group_name(g->id, ranks) : std::move(name);
   g->members = std::make_shared<const std::vector<int>>(std::move(ranks));
   g->p2p_context = static_cast<std::uint32_t>(2 * g->id);
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
@@ -389,7 +389,7 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
   auto outer = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
-  outer->transport = &t_;
+  outer->executor = &t_;
   outer->posted_at = t_.now();
   outer->info = info;
   watch(info, outer, g, call.timeout_ns, true);
@@ -541,7 +541,7 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
     if (list[i].dtype != in.dtype || list[i].count != in.count)
       invalid("all_gather", g, "tensor_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                    " but the input tensor is " + describe_tensor(in));
-  return launch_all_gather(g, algorithms::GatherBlocks(std::vector<TensorView>(list.begin(), list.end())), in, o);
+  return launch_all_gather(g, algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), in, o);
 }
 
 Work Communicator::all_gather_into_tensor(TensorView out, TensorView in, const Group& group, CollectiveOptions o) {
@@ -553,10 +553,10 @@ Work Communicator::all_gather_into_tensor(TensorView out, TensorView in, const G
                                              std::to_string(n) + " ranks and the input tensor is " +
                                              describe_tensor(in) + " (the output needs " +
                                              std::to_string(n * in.count) + " elements of its dtype)");
-  return launch_all_gather(g, algorithms::GatherBlocks(out, in.count), in, o);
+  return launch_all_gather(g, algorithms::Blocks(out, in.count), in, o);
 }
 
-Work Communicator::launch_all_gather(GroupState& g, algorithms::GatherBlocks out, TensorView in,
+Work Communicator::launch_all_gather(GroupState& g, algorithms::Blocks out, TensorView in,
                                      const CollectiveOptions& o) {
   const Algorithm a = choose("all_gather", CollectiveKind::kAllGather, g, in.bytes(), o);
   CollectiveCall call{"all_gather", &g, {}, {}};
@@ -564,6 +564,116 @@ Work Communicator::launch_all_gather(GroupState& g, algorithms::GatherBlocks out
                         ++g.coll_seq, in.count};
   auto body = [in, out = std::move(out), a](CollectiveContext& c) {
     return a == Algorithm::kBruck ? algorithms::bruck_all_gather(c, out, in) : algorithms::ring_all_gather(c, out, in);
+  };
+  call.timeout_ns = o.timeout_ns;
+  return launch(std::move(call), std::move(body));
+}
+
+Work Communicator::reduce_scatter(TensorView out, std::span<const TensorView> list, ReduceOp op, const Group& group,
+                                  CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "reduce_scatter on " + g.name + ": not a member");
+  const int n = static_cast<int>(g.ranks().size());
+  if (static_cast<int>(list.size()) != n)
+    invalid("reduce_scatter", g, "input_list has " + std::to_string(list.size()) + " tensors but " + g.name +
+                                     " has " + std::to_string(n) + " ranks");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].dtype != out.dtype || list[i].count != out.count)
+      invalid("reduce_scatter", g, "input_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
+                                       " but the output tensor is " + describe_tensor(out));
+  return launch_reduce_scatter("reduce_scatter", g, out,
+                               algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), op, o);
+}
+
+Work Communicator::reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op, const Group& group,
+                                         CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "reduce_scatter_tensor on " + g.name + ": not a member");
+  const std::size_t n = g.ranks().size();
+  if (in.dtype != out.dtype || in.count != n * out.count)
+    invalid("reduce_scatter_tensor", g, "the input tensor is " + describe_tensor(in) + " but " + g.name + " has " +
+                                            std::to_string(n) + " ranks and the output tensor is " +
+                                            describe_tensor(out) + " (the input needs " +
+                                            std::to_string(n * out.count) + " elements of its dtype)");
+  return launch_reduce_scatter("reduce_scatter_tensor", g, out, algorithms::Blocks(in, out.count), op, o);
+}
+
+Work Communicator::launch_reduce_scatter(const std::string& op_name, GroupState& g, TensorView out,
+                                         algorithms::Blocks in, ReduceOp op, const CollectiveOptions& o) {
+  if (auto why = reduce_op_unsupported(op, out.dtype)) invalid(op_name, g, *why);
+  const Algorithm a = choose(op_name, CollectiveKind::kReduceScatter, g, out.bytes(), o);
+  const int n = static_cast<int>(g.ranks().size());
+  CollectiveCall call{op_name, &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kReduceScatter, op, static_cast<std::uint8_t>(a), out.dtype, -1,
+                        ++g.coll_seq, out.count};
+  Transport* tr = &t_;
+  const std::size_t seg = opts_.selection.ring_segment_bytes;
+  auto body = [out, in = std::move(in), a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
+    const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    if (a == Algorithm::kRing) {
+      co_await algorithms::ring_reduce_scatter(c, out, in, combine, seg);
+    } else {
+      co_await algorithms::pairwise_reduce_scatter(c, out, in, combine);
+    }
+    if (op == ReduceOp::kAvg && out.count) tr->finish_average(out.data, out.count, out.dtype, n);
+  };
+  call.timeout_ns = o.timeout_ns;
+  return launch(std::move(call), std::move(body));
+}
+
+Work Communicator::all_to_all(std::span<const TensorView> out, std::span<const TensorView> in, const Group& group,
+                              CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "all_to_all on " + g.name + ": not a member");
+  const int n = static_cast<int>(g.ranks().size());
+  for (const auto& [what, list] : {std::pair{"output_list", out}, std::pair{"input_list", in}})
+    if (static_cast<int>(list.size()) != n)
+      invalid("all_to_all", g, std::string(what) + " has " + std::to_string(list.size()) + " tensors but " + g.name +
+                                   " has " + std::to_string(n) + " ranks");
+  return launch_all_to_all("all_to_all", g, std::vector<TensorView>(out.begin(), out.end()),
+                           std::vector<TensorView>(in.begin(), in.end()), o);
+}
+
+Work Communicator::all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
+                                     std::span<const std::size_t> in_splits, const Group& group, CollectiveOptions o) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "all_to_all_single on " + g.name + ": not a member");
+  const std::size_t n = g.ranks().size();
+  std::vector<TensorView> out_blocks, in_blocks;
+  try {
+    out_blocks = split_blocks(out, out_splits, n, "output", g.name);
+    in_blocks = split_blocks(in, in_splits, n, "input", g.name);
+  } catch (const std::invalid_argument& e) {
+    invalid("all_to_all_single", g, e.what());
+  }
+  return launch_all_to_all("all_to_all_single", g, std::move(out_blocks), std::move(in_blocks), o);
+}
+
+Work Communicator::launch_all_to_all(const std::string& op_name, GroupState& g, std::vector<TensorView> out,
+                                     std::vector<TensorView> in, const CollectiveOptions& o) {
+  const DType dtype = in[0].dtype;
+  bool equal = true;
+  for (const auto& [what, list] : {std::pair{"output", &out}, std::pair{"input", &in}})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const TensorView& t = (*list)[i];
+      if (t.dtype != dtype)
+        invalid(op_name, g, std::string(what) + " block " + std::to_string(i) + " is " + describe_tensor(t) +
+                                " but input block 0 is " + describe_tensor(in[0]) + " (one dtype for every block)");
+      equal = equal && t.count == in[0].count;
+    }
+  const auto me = static_cast<std::size_t>(g.my_rank);
+  if (out[me].count != in[me].count)
+    invalid(op_name, g, "this rank's block to itself is " + describe_tensor(in[me]) + " in the input but " +
+                            describe_tensor(out[me]) + " in the output");
+  const Algorithm a = choose(op_name, CollectiveKind::kAllToAll, g, in[0].bytes(), o);
+  if (a == Algorithm::kBruck && !equal)
+    invalid(op_name, g, "algorithm 'bruck' needs blocks of one size; these differ (use pairwise)");
+  CollectiveCall call{op_name, &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kAllToAll, ReduceOp::kSum, static_cast<std::uint8_t>(a), dtype, -1,
+                        ++g.coll_seq, 0};
+  auto body = [out = std::move(out), in = std::move(in), a](CollectiveContext& c) {
+    return a == Algorithm::kBruck ? algorithms::bruck_all_to_all(c, out, in)
+                                  : algorithms::pairwise_all_to_all(c, out, in);
   };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));

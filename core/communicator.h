@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/algorithm.h"
+#include "core/dist.h"
 #include "core/group.h"
 #include "core/message_engine.h"
 #include "core/observer.h"
@@ -39,7 +40,7 @@
 #include "core/work.h"
 
 namespace collie::algorithms {
-class GatherBlocks;
+class Blocks;
 }
 
 namespace collie {
@@ -60,33 +61,26 @@ struct CommunicatorOptions {
   OpObserver* observer = nullptr;
 };
 
-// Per-call options of a collective.
-struct CollectiveOptions {
-  // Forces an algorithm; it must implement the collective (else
-  // invalid_argument). kAuto falls back to the communicator's choice.
-  Algorithm algorithm = Algorithm::kAuto;
-  // Overrides the group's / communicator's timeout for this call; 0: inherit.
-  Nanos timeout_ns = 0;
-};
-
-class Communicator {
+class Communicator final : public Dist {
  public:
   explicit Communicator(Transport& transport, CommunicatorOptions options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int world_size() const { return world_size_; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  Executor& executor() override { return t_; }
   Transport& transport() { return t_; }
   const CommunicatorOptions& options() const { return opts_; }
 
   // ---- groups ------------------------------------------------------------
-  Group world() const { return world_; }
+  Group world() const override { return world_; }
   // Creates a group of `ranks` (any order, no duplicates, each in
   // [0, world_size)). Every rank must call it for every group, in the same
   // order. Non-members get a handle whose rank() is -1.
-  Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0);
+  // Unnamed groups are "group K {ranks}" in errors and reports.
+  Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override;
   // This rank's rank in `g` (-1 if not a member), like torch's get_rank(group).
   int rank_in(const Group& g) const;
   // Translations; invalid_argument when the rank is not in the group.
@@ -98,36 +92,51 @@ class Communicator {
   // (src, dst, group, tag) never overtake each other.
   // send(): the blocking form; a send to this rank itself is an error (it
   // could never complete). isend() to itself matches a local irecv().
-  Work send(TensorView t, int dst, int tag = 0, const Group& g = {});
-  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {});
+  Work send(TensorView t, int dst, int tag = 0, const Group& g = {}) override;
+  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}) override;
   // src may be kAnySource; Work::source_rank() tells who sent.
-  Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {});
-  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {});
+  Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) override;
+  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) override;
 
   // ---- collectives -------------------------------------------------------
-  Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {});
+  Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {}) override;
   Work reduce(TensorView t, int dst, ReduceOp op = ReduceOp::kSum, const Group& g = {},
-              CollectiveOptions o = {});
-  Work all_reduce(TensorView t, ReduceOp op = ReduceOp::kSum, const Group& g = {}, CollectiveOptions o = {});
+              CollectiveOptions o = {}) override;
+  Work all_reduce(TensorView t, ReduceOp op = ReduceOp::kSum, const Group& g = {}, CollectiveOptions o = {}) override;
   // scatter_list: exactly group-size tensors on src, empty elsewhere.
   Work scatter(TensorView out, int src, std::span<const TensorView> scatter_list, const Group& g = {},
-               CollectiveOptions o = {});
+               CollectiveOptions o = {}) override;
   // gather_list: exactly group-size tensors on dst, empty elsewhere.
   Work gather(TensorView in, int dst, std::span<const TensorView> gather_list, const Group& g = {},
-              CollectiveOptions o = {});
+              CollectiveOptions o = {}) override;
   // tensor_list: exactly group-size tensors, on every rank.
   Work all_gather(std::span<const TensorView> tensor_list, TensorView in, const Group& g = {},
-                  CollectiveOptions o = {});
+                  CollectiveOptions o = {}) override;
   // torch's all_gather_into_tensor (NCCL's ncclAllGather): `out` holds
   // group-size * in.count elements of in's dtype; group rank i's input lands
   // in elements [i * in.count, (i+1) * in.count). Same fingerprint as
   // all_gather, so the two forms interoperate across ranks.
-  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g = {}, CollectiveOptions o = {});
-  Work barrier(const Group& g = {}, CollectiveOptions o = {});
+  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g = {}, CollectiveOptions o = {}) override;
+  // input_list: exactly group-size tensors shaped like `out`.
+  Work reduce_scatter(TensorView out, std::span<const TensorView> input_list, ReduceOp op = ReduceOp::kSum,
+                      const Group& g = {}, CollectiveOptions o = {}) override;
+  // `in` holds group-size * out.count elements (NCCL's ncclReduceScatter).
+  // Same fingerprint as reduce_scatter: the two forms interoperate.
+  Work reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op = ReduceOp::kSum, const Group& g = {},
+                             CollectiveOptions o = {}) override;
+  // Lists of exactly group-size tensors of one dtype; this rank's own
+  // block (input_list[me] -> output_list[me]) must match in size. Forcing
+  // bruck needs every block of the same size.
+  Work all_to_all(std::span<const TensorView> output_list, std::span<const TensorView> input_list,
+                  const Group& g = {}, CollectiveOptions o = {}) override;
+  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> output_split_sizes = {},
+                         std::span<const std::size_t> input_split_sizes = {}, const Group& g = {},
+                         CollectiveOptions o = {}) override;
+  Work barrier(const Group& g = {}, CollectiveOptions o = {}) override;
 
   // ---- introspection -----------------------------------------------------
   // Unfinished ops, one line each, for deadlock and timeout reports.
-  std::vector<std::string> describe_pending() const;
+  std::vector<std::string> describe_pending() const override;
   std::vector<std::string> describe_unexpected() const { return engine_.describe_unexpected(); }
   MessageEngine& engine() { return engine_; }
 
@@ -146,7 +155,11 @@ class Communicator {
   // callable returning Task<void> (defined and used in communicator.cpp).
   template <typename Body>
   Work launch(CollectiveCall call, Body body);
-  Work launch_all_gather(GroupState& g, algorithms::GatherBlocks out, TensorView in, const CollectiveOptions& o);
+  Work launch_all_gather(GroupState& g, algorithms::Blocks out, TensorView in, const CollectiveOptions& o);
+  Work launch_reduce_scatter(const std::string& op_name, GroupState& g, TensorView out, algorithms::Blocks in,
+                             ReduceOp op, const CollectiveOptions& o);
+  Work launch_all_to_all(const std::string& op_name, GroupState& g, std::vector<TensorView> out,
+                         std::vector<TensorView> in, const CollectiveOptions& o);
   std::shared_ptr<OpInfo> new_op(const std::string& op, const GroupState& g, std::int64_t seq);
   // Observer calls and the timeout timer of an op about to start.
   void watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w, const GroupState& g,

@@ -15,6 +15,7 @@ std::string_view error_kind_name(ErrorKind k) {
     case ErrorKind::kDeadlock: return "deadlock";
     case ErrorKind::kTransport: return "transport";
     case ErrorKind::kUsage: return "usage";
+    case ErrorKind::kUnsupported: return "unsupported";
   }
   return "unknown";
 }

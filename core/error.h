@@ -25,6 +25,7 @@ enum class ErrorKind {
   kDeadlock,            // nothing can make progress and ops are still pending
   kTransport,           // the transport reported a failure
   kUsage,               // the API was used in a way that cannot work
+  kUnsupported,         // the implementation does not provide this op, dtype or reduce op
 };
 
 std::string_view error_kind_name(ErrorKind k);  // "invalid_argument", "size_mismatch", ...

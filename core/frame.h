@@ -23,7 +23,8 @@ enum class FrameKind : std::uint8_t {
   kData = 4,   // rendezvous payload, addressed by rendezvous_id
 };
 
-// The six collectives and barrier; kNone marks point-to-point traffic.
+// The collectives and barrier; kNone marks point-to-point traffic. The
+// codes travel on the wire: new kinds are appended.
 enum class CollectiveKind : std::uint8_t {
   kNone = 0,
   kBroadcast,
@@ -33,7 +34,11 @@ enum class CollectiveKind : std::uint8_t {
   kGather,
   kAllGather,
   kBarrier,
+  kReduceScatter,  // reduce_scatter and reduce_scatter_tensor
+  kAllToAll,       // all_to_all and all_to_all_single
 };
+// Codes 0 .. kNumCollectiveKinds - 1 are kinds; a decoder refuses the rest.
+inline constexpr int kNumCollectiveKinds = static_cast<int>(CollectiveKind::kAllToAll) + 1;
 
 std::string collective_name(CollectiveKind k);  // "all_reduce", ...
 
@@ -42,12 +47,15 @@ std::string collective_name(CollectiveKind k);  // "all_reduce", ...
 // both sides. Point-to-point frames carry a zero fingerprint.
 struct Fingerprint {
   CollectiveKind op = CollectiveKind::kNone;
-  ReduceOp reduce_op = ReduceOp::kSum;  // meaningful for reduce and all_reduce
+  ReduceOp reduce_op = ReduceOp::kSum;  // meaningful for reduce, all_reduce and reduce_scatter
   std::uint8_t algorithm = 0;           // the Algorithm the call chose
   DType dtype = DType::kFloat32;
   std::int32_t root = -1;   // global rank of src/dst, -1 when none
   std::uint64_t seq = 0;    // the call's sequence number in its group (1-based)
-  std::uint64_t count = 0;  // elements per rank (per list entry for scatter/gather)
+  // Elements per rank (per list entry for scatter/gather; the output block
+  // for reduce_scatter); 0 for all_to_all, whose blocks may differ in size
+  // (each message's own length is checked against its receive instead).
+  std::uint64_t count = 0;
 
   bool operator==(const Fingerprint&) const = default;
 };

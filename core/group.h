@@ -19,6 +19,10 @@
 
 namespace collie {
 
+// The source of a receive from any rank (recv/irecv); Work::source_rank()
+// says who sent.
+inline constexpr int kAnySource = -1;
+
 struct GroupState {
   int id = 0;                   // 0 is the world; k is the k-th new_group()
   // Sorted global ranks, immutable and shared: every communicator of one

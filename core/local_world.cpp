@@ -10,25 +10,25 @@ namespace collie {
 namespace {
 
 struct Yield {
-  Transport* t;
+  Executor* e;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { t->schedule(h); }
+  void await_suspend(std::coroutine_handle<> h) const { e->schedule(h); }
   void await_resume() const noexcept {}
 };
 
-Spawned run_rank(const RankProgram& program, Communicator& comm, RankOutcome& out, std::size_t& finished) {
-  co_await Yield{&comm.transport()};  // start inside the executor, in its order
+}  // namespace
+
+Spawned run_rank(const std::function<Task<void>(Dist&)>& program, Dist& dist, RankOutcome& out, std::size_t& finished) {
+  co_await Yield{&dist.executor()};  // start inside the executor, in its order
   try {
-    co_await program(comm);
+    co_await program(dist);
   } catch (...) {
     out.error = std::current_exception();
   }
   out.finished = true;
-  out.end_time = comm.transport().now();
+  out.end_time = dist.executor().now();
   ++finished;
 }
-
-}  // namespace
 
 bool RunResult::ok() const {
   if (deadlocked) return false;
@@ -100,7 +100,8 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   RunResult res;
   res.ranks.resize(n);
   std::size_t finished = 0;
-  for (std::size_t r = 0; r < n; ++r) programs_->spawn(run_rank(program, *comms_[r], res.ranks[r], finished));
+  const std::function<Task<void>(Dist&)> as_dist = [&program](Dist& d) { return program(static_cast<Communicator&>(d)); };
+  for (std::size_t r = 0; r < n; ++r) programs_->spawn(run_rank(as_dist, *comms_[r], res.ranks[r], finished));
   Transport& exec = comms_[0]->transport();
   try {
     exec.run_until([&] { return finished == n; }, std::nullopt);

@@ -33,6 +33,8 @@ struct RankOutcome {
   Nanos end_time = 0;          // the transport's clock when it finished
   bool crashed = false;        // the backend crashed it on purpose (fault injection);
                                // whatever it did after the crash is void
+  std::string fate;            // a process job: how the rank's process ended, when it
+                               // ended abnormally ("killed by signal 9 (Killed)")
 };
 
 struct RunResult {
@@ -43,6 +45,10 @@ struct RunResult {
   std::uint64_t events = 0;
   std::uint64_t frames = 0;
   bool deadlocked = false;
+  // A real job stopped making progress for the timeout (it has no global
+  // view to diagnose a deadlock with): blocked_ranks and deadlock_report
+  // say which ranks were stuck in which op. deadlocked is set too.
+  bool stalled = false;
   std::vector<int> blocked_ranks;  // ranks that never finished, when deadlocked
   std::string deadlock_report;     // the diagnosis (core/diagnosis.h), ending with the replay command
   std::string deadlock_dot;        // the wait-for graph as Graphviz
@@ -54,6 +60,11 @@ struct RunResult {
 };
 
 using RankProgram = std::function<Task<void>(Communicator&)>;
+
+// Runs `program` on one rank as a background coroutine: it starts inside
+// the rank's executor (in its order), and records how it ended in `out`
+// and counts itself in `finished`. What every driver of a job spawns.
+Spawned run_rank(const std::function<Task<void>(Dist&)>& program, Dist& dist, RankOutcome& out, std::size_t& finished);
 
 // What a run's reports need from whoever drives it.
 struct RunContext {

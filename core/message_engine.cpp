@@ -31,7 +31,7 @@ MessageEngine::~MessageEngine() = default;
 
 std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
   auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
-  w->transport = &t_;
+  w->executor = &t_;
   w->posted_at = t_.now();
   (void)info;
   return w;
@@ -343,7 +343,7 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
     ps.header = c;
     ps.buf = TensorView{text->data(), DType::kUInt8, text->size(), MemorySpace::kHost};
     ps.work = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
-    ps.work->transport = &t_;
+    ps.work->executor = &t_;
     ps.keepalive = text;
     t_.post_send(c, {reinterpret_cast<const std::byte*>(text->data()), text->size()},
                  reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)));

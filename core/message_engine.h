@@ -33,6 +33,7 @@
 
 #include "core/error.h"
 #include "core/frame.h"
+#include "core/group.h"
 #include "core/op_info.h"
 #include "core/task.h"
 #include "core/tensor.h"
@@ -40,8 +41,6 @@
 #include "core/work.h"
 
 namespace collie {
-
-inline constexpr int kAnySource = -1;
 
 struct SendSpec {
   int dst = -1;                // global rank

@@ -9,9 +9,13 @@
 //   - float16/bfloat16 are widened to float, combined, and rounded back to
 //     nearest-even after every combination.
 //   - Integer SUM/PRODUCT wrap modulo 2^bits (two's complement), as torch does.
-//   - MIN/MAX propagate NaN.
-// Every combination is commutative bit for bit, so any algorithm that combines
-// the same operands in the same tree shape gives identical bits on all ranks.
+//   - MIN/MAX propagate NaN, and order -0.0 below +0.0.
+//   - Every floating combination that yields a NaN yields the canonical one
+//     (positive, quiet, no payload; float16 0x7e00, bfloat16 0x7fc0).
+// Every combination is commutative bit for bit, and MIN/MAX are associative
+// in bits too, so their results do not depend on the algorithm; SUM and
+// PRODUCT give identical bits for any tree shape on exact operands (signed
+// zeros, infinities and NaNs included).
 #pragma once
 
 #include <cstddef>

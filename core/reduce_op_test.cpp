@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <cstdint>
 
 namespace collie {
@@ -60,6 +64,84 @@ TEST(ReduceOp, MinAndMaxPropagateNaN) {
   const double f = 3.0;
   reduce_host(&e, &f, 1, DType::kFloat64, ReduceOp::kMax);
   EXPECT_TRUE(std::isnan(e));
+}
+
+// Regression: recursive doubling gave different bits on different ranks when
+// MIN/MAX tied at -0.0 and +0.0 or NaNs of different signs met, because each
+// rank passed its own operand first and the combination kept the first.
+template <typename T>
+std::uint64_t bits_of(T v) {
+  if constexpr (sizeof(T) == 2) return std::bit_cast<std::uint16_t>(v);
+  if constexpr (sizeof(T) == 4) return std::bit_cast<std::uint32_t>(v);
+  if constexpr (sizeof(T) == 8) return std::bit_cast<std::uint64_t>(v);
+}
+
+template <typename T>
+void expect_order_independent(DType dtype, T a, T b) {
+  for (int i = 0; i < kNumReduceOps; ++i) {
+    const auto op = static_cast<ReduceOp>(i);
+    if (reduce_op_unsupported(op, dtype)) continue;
+    T ab = a, ba = b;
+    reduce_host(&ab, &b, 1, dtype, op);
+    reduce_host(&ba, &a, 1, dtype, op);
+    EXPECT_EQ(bits_of(ab), bits_of(ba)) << dtype_name(dtype) << " " << reduce_op_name(op) << " of 0x" << std::hex
+                                        << bits_of(a) << " and 0x" << bits_of(b);
+  }
+}
+
+template <typename T>
+void expect_canonical_nan(DType dtype, T x, std::uint64_t canonical) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+    T d = x;
+    const T zero{};  // +0 in every floating type
+    reduce_host(&d, &zero, 1, dtype, op);
+    EXPECT_EQ(bits_of(d), canonical) << dtype_name(dtype) << " " << reduce_op_name(op) << " of 0x" << std::hex
+                                     << bits_of(x) << " and +0";
+  }
+}
+
+TEST(ReduceOp, TiesBetweenSignedZerosAndNaNsOfEitherSignGiveTheSameBitsInEitherOrder) {
+  const double nan_neg = -std::numeric_limits<double>::quiet_NaN();
+  const double nan_payload = std::bit_cast<double>(0x7ff800000000beefull);
+  const std::vector<double> specials = {0.0, -0.0, NAN, nan_neg, nan_payload, INFINITY, -INFINITY,
+                                        std::numeric_limits<double>::denorm_min(), -5e-324, 1.5, -2.0};
+  for (double a : specials)
+    for (double b : specials) {
+      expect_order_independent(DType::kFloat64, a, b);
+      expect_order_independent(DType::kFloat32, static_cast<float>(a), static_cast<float>(b));
+      expect_order_independent(DType::kFloat16, Half::from_float(static_cast<float>(a)),
+                               Half::from_float(static_cast<float>(b)));
+      expect_order_independent(DType::kBFloat16, BFloat16::from_float(static_cast<float>(a)),
+                               BFloat16::from_float(static_cast<float>(b)));
+    }
+}
+
+TEST(ReduceOp, MinPicksNegativeZeroAndMaxPositiveZero) {
+  for (auto [a, b] : {std::pair{0.0f, -0.0f}, std::pair{-0.0f, 0.0f}}) {
+    float mn = a, mx = a;
+    reduce_host(&mn, &b, 1, DType::kFloat32, ReduceOp::kMin);
+    reduce_host(&mx, &b, 1, DType::kFloat32, ReduceOp::kMax);
+    EXPECT_TRUE(std::signbit(mn));
+    EXPECT_FALSE(std::signbit(mx));
+  }
+}
+
+TEST(ReduceOp, ANaNFromAnyCombinationIsTheCanonicalQuietNaN) {
+  // Negative, with a payload, signalling: each becomes +qNaN with no payload.
+  expect_canonical_nan(DType::kFloat64, std::bit_cast<double>(0xfff000000000beefull), 0x7ff8000000000000ull);
+  expect_canonical_nan(DType::kFloat32, std::bit_cast<float>(0xffc0beefu), 0x7fc00000u);
+  expect_canonical_nan(DType::kFloat32, std::bit_cast<float>(0x7f80beefu), 0x7fc00000u);
+  expect_canonical_nan(DType::kFloat16, std::bit_cast<Half>(std::uint16_t{0xfe01}), 0x7e00u);
+  expect_canonical_nan(DType::kBFloat16, std::bit_cast<BFloat16>(std::uint16_t{0xffc1}), 0x7fc0u);
+  // NaNs an operation creates (inf - inf, 0 * inf) are negative on x86; canonical too.
+  double d = INFINITY;
+  const double e = -INFINITY;
+  reduce_host(&d, &e, 1, DType::kFloat64, ReduceOp::kSum);
+  EXPECT_EQ(bits_of(d), 0x7ff8000000000000ull);
+  float z = 0.0f;
+  const float inf = INFINITY;
+  reduce_host(&z, &inf, 1, DType::kFloat32, ReduceOp::kProduct);
+  EXPECT_EQ(bits_of(z), 0x7fc00000u);
 }
 
 TEST(ReduceOp, HalfSumRoundsAfterEachCombination) {

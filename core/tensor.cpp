@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -92,6 +93,12 @@ void Tensor::set_int(std::size_t i, std::int64_t v) {
   }
 }
 
+Tensor Tensor::of(DType dtype, const std::vector<double>& values) {
+  Tensor t(dtype, {static_cast<std::int64_t>(values.size())});
+  for (std::size_t i = 0; i < values.size(); ++i) t.set(i, values[i]);
+  return t;
+}
+
 std::string format_scalar(DType dtype, double v) {
   if (dtype == DType::kBool) return v != 0.0 ? "True" : "False";
   std::ostringstream os;
@@ -112,52 +119,127 @@ std::string format_scalar(DType dtype, double v) {
 }
 
 namespace {
-bool all_whole(const Tensor& t) {
-  for (std::size_t i = 0; i < t.count(); ++i) {
-    const double v = t.get(i);
-    if (std::isfinite(v) && v != std::trunc(v)) return false;
+
+// torch's _Formatter (torch/_tensor_str.py), with its default print
+// options (precision 4): how a tensor's values are written and padded.
+class TorchFormatter {
+ public:
+  explicit TorchFormatter(const Tensor& t) : floating_(is_floating(t.dtype())), bool_(t.dtype() == DType::kBool) {
+    if (!floating_) {
+      for (std::size_t i = 0; i < t.count(); ++i) width_ = std::max(width_, plain(t, i).size());
+      return;
+    }
+    double lo = 0, hi = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < t.count(); ++i) {
+      const double v = t.get(i);
+      if (!std::isfinite(v) || v == 0) continue;
+      const double a = std::fabs(v);
+      lo = any ? std::min(lo, a) : a;
+      hi = any ? std::max(hi, a) : a;
+      any = true;
+      if (v != std::ceil(v)) int_mode_ = false;
+    }
+    if (!any) return;  // nothing finite and nonzero: defaults
+    if (int_mode_) {
+      sci_ = hi / lo > 1000.0 || hi > 1.0e8;
+    } else {
+      sci_ = hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4;
+    }
+    for (std::size_t i = 0; i < t.count(); ++i) {
+      const double v = t.get(i);
+      if (!std::isfinite(v) || v == 0) continue;
+      std::string s = sci_ ? printf_text("%.4e", v) : int_mode_ ? printf_text("%.0f", v) : printf_text("%.4f", v);
+      width_ = std::max(width_, s.size() + (!sci_ && int_mode_ ? 1 : 0));
+    }
   }
-  return true;
+
+  std::string format(const Tensor& t, std::size_t i) const {
+    std::string r;
+    if (!floating_) {
+      r = plain(t, i);
+    } else {
+      const double v = t.get(i);
+      if (std::isnan(v)) r = "nan";
+      else if (std::isinf(v)) r = v > 0 ? "inf" : "-inf";
+      else if (sci_) r = printf_text("%.4e", v);
+      else if (int_mode_) r = printf_text("%.0f", v) + ".";
+      else r = printf_text("%.4f", v);
+    }
+    return std::string(width_ > r.size() ? width_ - r.size() : 0, ' ') + r;
+  }
+
+ private:
+  static std::string printf_text(const char* f, double v) {
+    char buf[512];  // %.0f of the largest double has 309 digits
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+  }
+  std::string plain(const Tensor& t, std::size_t i) const {
+    if (bool_) return t.get(i) != 0 ? "True" : "False";
+    if (t.dtype() == DType::kInt64) return std::to_string(t.get_int(i));
+    return std::to_string(static_cast<long long>(t.get(i)));
+  }
+
+  bool floating_, bool_;
+  bool int_mode_ = true;
+  bool sci_ = false;
+  std::size_t width_ = 1;
+};
+
+Tensor single(const Tensor& t, std::size_t i) {
+  Tensor one(t.dtype(), {1});
+  std::memcpy(one.data(), static_cast<const std::byte*>(t.data()) + i * dtype_size(t.dtype()), dtype_size(t.dtype()));
+  return one;
 }
 
-// torch's repr: whole floats as "1." ; otherwise every element with four
-// decimals ("0.5000"), as torch's default print options do.
-std::string repr_value(const Tensor& t, std::size_t i, bool whole) {
-  if (is_floating(t.dtype())) {
-    const double v = t.get(i);
-    if (!whole && std::isfinite(v)) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.4f", v);
-      return buf;
-    }
-    std::string s = format_scalar(t.dtype(), v);
-    if (s.size() > 2 && s.ends_with(".0")) s.pop_back();
-    return s;
-  }
-  if (t.dtype() == DType::kInt64) return std::to_string(t.get_int(i));
-  return format_scalar(t.dtype(), t.get(i));
-}
 }  // namespace
 
+// torch names every dtype but the defaults it infers (float32, int64, bool).
+std::string dtype_suffix(DType t) {
+  if (t == DType::kFloat32 || t == DType::kInt64 || t == DType::kBool) return "";
+  return ", dtype=torch." + std::string(dtype_name(t));
+}
+
 std::string format_element(const Tensor& t, std::size_t i) {
-  const double v = t.get(i);
-  const bool whole = !std::isfinite(v) || v == std::trunc(v);
-  return "tensor(" + repr_value(t, i, whole) + ")";
+  const Tensor one = single(t, i);
+  return "tensor(" + TorchFormatter(one).format(one, 0) + dtype_suffix(t.dtype()) + ")";
 }
 
 std::string format_tensor(const Tensor& t) {
   std::ostringstream os;
   os << "tensor([";
-  const bool whole = all_whole(t);
+  const TorchFormatter f(t);
   for (std::size_t i = 0; i < t.count(); ++i) {
     if (i) os << ", ";
-    os << repr_value(t, i, whole);
+    os << f.format(t, i);
   }
-  os << "]";
-  if (t.dtype() != DType::kFloat32 && t.dtype() != DType::kInt64 && t.dtype() != DType::kBool)
-    os << ", dtype=torch." << dtype_name(t.dtype());
-  os << ")";
+  os << "]" << dtype_suffix(t.dtype()) << ")";
   return os.str();
+}
+
+std::string python_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e16) {
+    std::ostringstream os;
+    os.precision(1);
+    os << std::fixed << v;
+    return os.str();
+  }
+  char buf[64];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string format_item(const Tensor& t, std::size_t i) {
+  if (t.dtype() == DType::kBool) return t.get(i) != 0 ? "True" : "False";
+  if (is_floating(t.dtype())) return python_float(t.get(i));
+  if (t.dtype() == DType::kInt64) return std::to_string(t.get_int(i));
+  return std::to_string(static_cast<long long>(t.get(i)));
 }
 
 }  // namespace collie

@@ -44,6 +44,8 @@ class Tensor {
   static Tensor zeros(DType dtype, std::vector<std::int64_t> shape) {
     return Tensor(dtype, std::move(shape));
   }
+  // A 1-D tensor holding `values`, each converted as set() converts it.
+  static Tensor of(DType dtype, const std::vector<double>& values);
   // A tensor with a dtype and shape but no memory, for timing-only
   // simulation (sim/simulator.h): its view's data is null, and get()/set()
   // throw std::logic_error.
@@ -90,6 +92,12 @@ class Tensor {
 
 // Formats a value as torch prints a scalar of this dtype: "1.0", "4", "True".
 std::string format_scalar(DType dtype, double v);
+
+// Python's repr of a float ("4.0", "0.1", "1e-05", "nan", "-inf").
+std::string python_float(double v);
+
+// Element i as Python prints t[i].item(): "4.0", "0.1", "7", "True".
+std::string format_item(const Tensor& t, std::size_t i);
 
 // Formats element i like torch's repr of the 0-d tensor t[i]: "tensor(1.)",
 // "tensor(4)", "tensor(True)".

@@ -49,6 +49,8 @@ std::string collective_name(CollectiveKind k) {
     case CollectiveKind::kGather: return "gather";
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAllToAll: return "all_to_all";
   }
   return "?";
 }

@@ -33,13 +33,11 @@
 #include <span>
 #include <string>
 
+#include "core/executor.h"
 #include "core/frame.h"
 #include "core/reduce_op.h"
 
 namespace collie {
-
-// Virtual or real time in nanoseconds since the transport started.
-using Nanos = std::int64_t;
 
 // Implemented by the core; called by the transport from inside run_until().
 class FrameSink {
@@ -79,9 +77,8 @@ class FrameSink {
   virtual void on_peer_lost(int peer, const std::string& why, bool clean) = 0;
 };
 
-class Transport {
+class Transport : public Executor {
  public:
-  virtual ~Transport() = default;
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
@@ -98,9 +95,9 @@ class Transport {
   virtual void post_send(const FrameHeader& header, std::span<const std::byte> payload,
                          void* cookie) = 0;
 
-  // ---- executor ----------------------------------------------------------
-  // Resumes `h` later, from inside run_until(), never inside this call.
-  virtual void schedule(std::coroutine_handle<> h) = 0;
+  // ---- executor (core/executor.h) ----------------------------------------
+  // schedule(), schedule_at(), run_until() and now() as Executor says, with
+  // this rank's clock. Also:
 
   // Resumes `h` once this rank has spent the compute time that reducing
   // `bytes` bytes costs (the simulator charges its gamma; real transports do
@@ -112,20 +109,6 @@ class Transport {
   // transports that reduce synchronously: the core then carries on at once
   // instead of scheduling a resumption.
   virtual bool charges_compute_time() const { return false; }
-
-  // Resumes `h` once this rank's clock (now()) reads at least `when`.
-  virtual void schedule_at(Nanos when, std::coroutine_handle<> h) = 0;
-
-  // Runs callbacks and scheduled coroutines until `done()` is true, or until
-  // `deadline` (absolute, in now()'s time) passes. Returns true when done()
-  // became true, false on the deadline. Throws collie::Error(kDeadlock) when
-  // nothing can ever make done() true, and collie::Error(kUsage) when called
-  // from inside a callback of the same executor (a simulated rank must
-  // co_await instead of blocking).
-  virtual bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) = 0;
-
-  // This rank's clock.
-  virtual Nanos now() const = 0;
 
   // ---- memory ------------------------------------------------------------
   // The defaults operate on host memory; device transports override them.

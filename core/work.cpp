@@ -15,7 +15,7 @@ void WorkState::finish(std::exception_ptr err) {
   }
   if (waiter) {
     auto h = std::exchange(waiter, {});
-    transport->schedule(h);
+    executor->schedule(h);
   }
 }
 
@@ -25,7 +25,8 @@ void Work::wait() {
     return;
   }
   auto st = s_;
-  st->transport->run_until([st] { return st->completed; }, std::nullopt);
+  st->executor->awaited(*st);
+  st->executor->run_until([st] { return st->completed; }, std::nullopt);
   await_resume();
 }
 
@@ -35,19 +36,20 @@ void Work::wait(Nanos timeout) {
     return;
   }
   auto st = s_;
-  const Nanos deadline = st->transport->now() + timeout;
-  if (!st->transport->run_until([st] { return st->completed; }, deadline)) {
+  st->executor->awaited(*st);
+  const Nanos deadline = st->executor->now() + timeout;
+  if (!st->executor->run_until([st] { return st->completed; }, deadline)) {
     OpContext ctx;
-    ctx.rank = st->transport->rank();
+    ctx.rank = st->info ? st->info->rank : -1;
     throw Error(ErrorKind::kTimeout, ctx,
                 st->describe() + " did not complete within " + std::to_string(timeout) + " ns");
   }
   await_resume();
 }
 
-Work completed_work(Transport* t, bool not_member, std::string description) {
+Work completed_work(Executor* e, bool not_member, std::string description) {
   auto s = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
-  s->transport = t;
+  s->executor = e;
   s->completed = true;
   s->not_member = not_member;
   s->description = std::move(description);

@@ -5,7 +5,7 @@
 // op's group. Blocking is done in one of two ways:
 //   - in a coroutine (every rank program on the simulator):  co_await work;
 //   - in plain code with one rank per process:               work.wait();
-// Both rethrow the op's error. wait() drives the rank's transport until the
+// Both rethrow the op's error. wait() drives the rank's executor until the
 // op completes; calling it from inside a simulated rank is a usage error.
 #pragma once
 
@@ -18,12 +18,12 @@
 
 #include "core/op_info.h"
 #include "core/task.h"
-#include "core/transport.h"
+#include "core/executor.h"
 
 namespace collie {
 
 struct WorkState {
-  Transport* transport = nullptr;
+  Executor* executor = nullptr;          // resumes the waiter; wait() runs it
   bool completed = false;
   bool not_member = false;
   std::exception_ptr error;
@@ -61,11 +61,14 @@ class [[nodiscard]] Work {
   // Blocks until completion; rethrows the op's error.
   void wait();
   // As wait(), but throws Error(kTimeout) naming the op if it has not
-  // completed after `timeout` of the transport's clock. The op keeps running.
+  // completed after `timeout` of the executor's clock. The op keeps running.
   void wait(Nanos timeout);
 
   bool await_ready() const noexcept { return !s_ || s_->completed; }
-  void await_suspend(std::coroutine_handle<> h) noexcept { s_->waiter = h; }
+  void await_suspend(std::coroutine_handle<> h) noexcept {
+    s_->waiter = h;
+    if (s_->executor) s_->executor->awaited(*s_);
+  }
   void await_resume() const {
     if (s_ && s_->error) std::rethrow_exception(s_->error);
   }
@@ -77,7 +80,7 @@ class [[nodiscard]] Work {
 };
 
 // A Work that is already complete (used for non-members and empty ops).
-Work completed_work(Transport* t, bool not_member, std::string description);
+Work completed_work(Executor* e, bool not_member, std::string description);
 
 // Awaits every Work in order; rethrows the first error after all completed.
 template <typename Range>

@@ -2,7 +2,10 @@
 
 #include <cctype>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
+#include <algorithm>
+#include <cstdlib>
 
 namespace collie::scenario {
 
@@ -11,6 +14,7 @@ struct Expr::Node {
   double num = 0;
   std::string name;  // variable, operator or function
   std::vector<std::shared_ptr<const Node>> args;
+  int depth = 1;     // levels of nodes below and including this one
 };
 
 namespace {
@@ -33,7 +37,7 @@ class Parser {
   [[noreturn]] void fail(const std::string& msg) const {
     Location at = where_;
     at.column += static_cast<int>(pos_);
-    throw ScenarioError(at, "in expression '" + s_ + "': " + msg);
+    throw ScenarioError(at, "in expression " + Expr::quoted(s_) + ": " + msg);
   }
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -48,32 +52,39 @@ class Parser {
     pos_ += n;
     return true;
   }
-  static NodeP bin(const std::string& op, NodeP a, NodeP b) {
+  // Every node is made here: its depth is bounded (evaluation, and freeing
+  // the tree, recurse that deep).
+  NodeP node(Expr::Node::Kind kind, std::string name, std::vector<NodeP> args) {
     auto n = std::make_shared<Expr::Node>();
-    n->kind = Expr::Node::kBinary;
-    n->name = op;
-    n->args = {std::move(a), std::move(b)};
+    n->kind = kind;
+    n->name = std::move(name);
+    for (const auto& a : args) n->depth = std::max(n->depth, a->depth + 1);
+    n->args = std::move(args);
+    if (n->depth > Expr::kMaxDepth)
+      fail("nests deeper than " + std::to_string(Expr::kMaxDepth) + " levels (parentheses, operators and calls)");
     return n;
   }
-  static NodeP un(const std::string& op, NodeP a) {
-    auto n = std::make_shared<Expr::Node>();
-    n->kind = Expr::Node::kUnary;
-    n->name = op;
-    n->args = {std::move(a)};
-    return n;
-  }
+  NodeP bin(const std::string& op, NodeP a, NodeP b) { return node(Expr::Node::kBinary, op, {std::move(a), std::move(b)}); }
+  NodeP un(const std::string& op, NodeP a) { return node(Expr::Node::kUnary, op, {std::move(a)}); }
+  // Parsing recursion, bounded before the tree is (a chain of unary minus
+  // or of parentheses recurses here first).
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.nesting_ > Expr::kMaxDepth)
+        p.fail("nests deeper than " + std::to_string(Expr::kMaxDepth) + " levels (parentheses, operators and calls)");
+    }
+    ~Nest() { --p.nesting_; }
+  };
   // Python's conditional expression: a if cond else b (lowest precedence).
   NodeP parse_ternary() {
     NodeP a = parse_or();
     if (!word("if")) return a;
     NodeP cond = parse_or();
     if (!word("else")) fail("expected 'else' in 'a if condition else b'");
+    Nest nest(*this);
     NodeP b = parse_ternary();
-    auto n = std::make_shared<Expr::Node>();
-    n->kind = Expr::Node::kCall;
-    n->name = "if";
-    n->args = {std::move(cond), std::move(a), std::move(b)};
-    return n;
+    return node(Expr::Node::kCall, "if", {std::move(cond), std::move(a), std::move(b)});
   }
   NodeP parse_or() {
     NodeP l = parse_and();
@@ -86,10 +97,14 @@ class Parser {
     return l;
   }
   NodeP parse_not() {
-    if (word("not")) return un("not", parse_not());
+    if (word("not")) {
+      Nest nest(*this);
+      return un("not", parse_not());
+    }
     skip();
     if (pos_ < s_.size() && s_[pos_] == '!' && (pos_ + 1 >= s_.size() || s_[pos_ + 1] != '=')) {
       ++pos_;
+      Nest nest(*this);
       return un("not", parse_not());
     }
     return parse_cmp();
@@ -122,8 +137,14 @@ class Parser {
     }
   }
   NodeP parse_unary() {
-    if (word("-")) return un("-", parse_unary());
-    if (word("+")) return parse_unary();
+    if (word("-")) {
+      Nest nest(*this);
+      return un("-", parse_unary());
+    }
+    if (word("+")) {
+      Nest nest(*this);
+      return parse_unary();
+    }
     return parse_pow();
   }
   NodeP parse_pow() {
@@ -131,6 +152,7 @@ class Parser {
     skip();
     if (s_.compare(pos_, 2, "**") == 0) {
       pos_ += 2;
+      Nest nest(*this);
       return bin("**", base, parse_unary());
     }
     return base;
@@ -141,23 +163,20 @@ class Parser {
     const char c = s_[pos_];
     if (c == '(') {
       ++pos_;
+      Nest nest(*this);
       NodeP n = parse_ternary();
       if (!word(")")) fail("expected ')'");
       return n;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
-      std::size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(s_.substr(pos_), &used);
-      } catch (const std::exception&) {
-        fail("bad number");
-      }
-      pos_ += used;
-      auto n = std::make_shared<Expr::Node>();
-      n->kind = Expr::Node::kNum;
-      n->num = v;
-      return n;
+      // Python's float literals: a subnormal (5e-324) is a value, one too
+      // large for a double (1e400) is inf.
+      const char* start = s_.c_str() + pos_;
+      char* end = nullptr;
+      const double v = std::strtod(start, &end);
+      if (end == start) fail("bad number");
+      pos_ += static_cast<std::size_t>(end - start);
+      return constant(v);
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       const std::size_t start = pos_;
@@ -172,15 +191,14 @@ class Parser {
           fail("unknown function '" + name + "' (known: min, max, abs)");
         }
         ++pos_;
-        auto n = std::make_shared<Expr::Node>();
-        n->kind = Expr::Node::kCall;
-        n->name = name;
-        n->args.push_back(parse_or());
-        while (word(",")) n->args.push_back(parse_or());
+        Nest nest(*this);
+        std::vector<NodeP> args;
+        args.push_back(parse_or());
+        while (word(",")) args.push_back(parse_or());
         if (!word(")")) fail("expected ')' after the arguments of " + name);
         const std::size_t want = name == "abs" ? 1 : 2;
-        if (n->args.size() != want) fail(name + " takes " + std::to_string(want) + " argument(s)");
-        return n;
+        if (args.size() != want) fail(name + " takes " + std::to_string(want) + " argument(s)");
+        return node(Expr::Node::kCall, name, std::move(args));
       }
       bool ok = false;
       for (const auto& a : allowed_) ok = ok || a == name;
@@ -190,10 +208,7 @@ class Parser {
         for (const auto& a : allowed_) known += (known.empty() ? "" : ", ") + a;
         fail("unknown variable '" + name + "' (here: " + (known.empty() ? "none" : known) + ")");
       }
-      auto n = std::make_shared<Expr::Node>();
-      n->kind = Expr::Node::kVar;
-      n->name = name;
-      return n;
+      return node(Expr::Node::kVar, name, {});
     }
     fail("unexpected '" + std::string(1, c) + "'");
   }
@@ -208,6 +223,12 @@ class Parser {
   Location where_;
   const std::vector<std::string>& allowed_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
+};
+
+// What Python refuses to compute, thrown by eval_node and located by Expr::eval.
+struct Refused {
+  std::string why;
 };
 
 double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars) {
@@ -238,10 +259,15 @@ double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars)
       if (op == "+") return a + b;
       if (op == "-") return a - b;
       if (op == "*") return a * b;
+      if ((op == "/" || op == "//" || op == "%") && b == 0)
+        throw Refused{"division by zero (" + op + " 0)"};
       if (op == "/") return a / b;
       if (op == "//") return std::floor(a / b);
-      if (op == "%") return b == 0 ? NAN : a - b * std::floor(a / b);
-      if (op == "**") return std::pow(a, b);
+      if (op == "%") return a - b * std::floor(a / b);
+      if (op == "**") {
+        if (a == 0 && b < 0) throw Refused{"0 cannot be raised to a negative power"};
+        return std::pow(a, b);
+      }
       if (op == "==") return a == b ? 1.0 : 0.0;
       if (op == "!=") return a != b ? 1.0 : 0.0;
       if (op == "<") return a < b ? 1.0 : 0.0;
@@ -268,6 +294,7 @@ Expr Expr::parse(const std::string& text, const Location& where, const std::vect
   Parser p(text, where, allowed);
   e.root_ = p.parse();
   e.text_ = text;
+  e.where_ = where;
   return e;
 }
 
@@ -282,7 +309,30 @@ Expr Expr::constant(double v) {
   return e;
 }
 
-double Expr::eval(const std::map<std::string, double>& vars) const { return root_ ? eval_node(*root_, vars) : 0.0; }
+double Expr::eval(const std::map<std::string, double>& vars) const {
+  if (!root_) return 0.0;
+  try {
+    return eval_node(*root_, vars);
+  } catch (const Refused& r) {
+    throw ScenarioError(where_, "in expression " + quoted(text_) + ": " + r.why +
+                                    (vars.empty() ? "" : " with " + describe_vars(vars)));
+  }
+}
+
+std::string Expr::quoted(const std::string& text) {
+  return "'" + (text.size() <= 60 ? text : text.substr(0, 57) + "...") + "'";
+}
+
+std::string Expr::describe_vars(const std::map<std::string, double>& vars) {
+  std::string out;
+  for (const auto& [name, value] : vars) {
+    std::ostringstream v;
+    if (value == std::trunc(value) && std::fabs(value) < 1e15) v << static_cast<long long>(value);
+    else v << value;
+    out += (out.empty() ? "" : ", ") + name + "=" + v.str();
+  }
+  return out;
+}
 
 bool Expr::is_constant() const { return !root_ || !uses_vars(*root_); }
 

@@ -5,6 +5,10 @@
 // + - ; comparisons == != < <= > >= ; and, or (also &&, ||, !); parentheses;
 // calls min(a, b), max(a, b), abs(a); a if cond else b. % and // are Python's (floored). All
 // arithmetic is in double; a condition holds when its value is not 0.
+// As in Python, dividing by zero (/ // %) and 0 ** -n are errors, not
+// values: eval() throws a ScenarioError at the expression's location naming
+// the variables' values. An expression nests at most kMaxDepth levels
+// (parentheses, operators, calls): deeper ones are refused when parsed.
 #pragma once
 
 #include <map>
@@ -18,6 +22,7 @@ namespace collie::scenario {
 
 class Expr {
  public:
+  static constexpr int kMaxDepth = 200;
   Expr() = default;
   // Parses `text`; throws ScenarioError at `where` (column adjusted to the
   // offending character) if it is malformed or names a variable outside
@@ -28,7 +33,13 @@ class Expr {
   bool valid() const { return root_ != nullptr; }
   const std::string& text() const { return text_; }
   // Evaluates with the given variables (every variable it uses must be set).
+  // Throws ScenarioError at the expression for what Python refuses.
   double eval(const std::map<std::string, double>& vars) const;
+  const Location& where() const { return where_; }
+  // How errors quote an expression: its text, cut to 60 characters.
+  static std::string quoted(const std::string& text);
+  // How errors show the variables an evaluation had: "i=3, rank=1".
+  static std::string describe_vars(const std::map<std::string, double>& vars);
   // True when the expression uses no variables.
   bool is_constant() const;
 
@@ -37,6 +48,7 @@ class Expr {
  private:
   std::shared_ptr<const Node> root_;
   std::string text_;
+  Location where_;
 };
 
 }  // namespace collie::scenario

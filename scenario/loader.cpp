@@ -1,9 +1,13 @@
 #include "scenario/loader.h"
 
+#include "core/tensor.h"
+#include "scenario/print_text.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,6 +20,7 @@ const std::vector<std::string> kPeerVars = {"rank", "world"};
 const std::vector<std::string> kShapeVars = {"world"};
 const std::vector<std::string> kInitVars = {"rank", "world", "i", "j"};
 const std::vector<std::string> kUpdateVars = {"rank", "world", "i", "j", "x"};
+const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
 
 // Optimal string alignment distance: insertions, deletions, substitutions
 // and transpositions of neighbours ("float23" is one edit from "float32").
@@ -161,7 +166,11 @@ class Reader {
 
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
-                                           "programs", "outcome", "faults", "timeout_us"};
+                                           "programs", "outcome", "faults", "timeout_us", "unspecified"};
+
+// Larger files are refused before they are read (a scenario is a few KiB;
+// /dev/zero is not one).
+constexpr std::uintmax_t kMaxScenarioFileBytes = 16u << 20;
 
 struct StepKeys {
   StepKind kind;
@@ -183,10 +192,14 @@ const std::vector<StepKeys>& step_table() {
       {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kAllGatherIntoTensor, "all_gather_into_tensor", {"output", "tensor", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kBarrier, "barrier", {"group", "handle", "timeout_us"}},
+      {StepKind::kBarrier, "barrier", {"group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kReduceScatter, "reduce_scatter", {"output", "list", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kReduceScatterTensor, "reduce_scatter_tensor", {"output", "tensor", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kAllToAll, "all_to_all", {"output", "list", "group", "handle", "algorithm", "timeout_us"}},
+      {StepKind::kAllToAllSingle, "all_to_all_single", {"output", "tensor", "output_split_sizes", "input_split_sizes", "group", "handle", "algorithm", "timeout_us"}},
       {StepKind::kNewGroup, "new_group", {"name", "members"}},
       {StepKind::kPrint, "print", {"text"}},
-      {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source"}},
+      {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source", "unspecified"}},
       {StepKind::kUpdate, "update", {"tensor", "value"}},
   };
   return t;
@@ -204,15 +217,26 @@ namespace {
 
 const std::vector<std::string> kCommonStepKeys = {"op", "ranks", "if"};
 
+std::string as_written(double v);
+bool integral(double v);
+
 bool is_async_capable(StepKind k) {
   return k == StepKind::kIsend || k == StepKind::kIrecv || k == StepKind::kBroadcast || k == StepKind::kReduce ||
          k == StepKind::kAllReduce || k == StepKind::kScatter || k == StepKind::kGather ||
-         k == StepKind::kAllGather || k == StepKind::kAllGatherIntoTensor || k == StepKind::kBarrier;
+         k == StepKind::kAllGather || k == StepKind::kAllGatherIntoTensor || k == StepKind::kBarrier ||
+         k == StepKind::kReduceScatter || k == StepKind::kReduceScatterTensor || k == StepKind::kAllToAll ||
+         k == StepKind::kAllToAllSingle;
+}
+
+bool takes_output(StepKind k) {
+  return k == StepKind::kAllGatherIntoTensor || k == StepKind::kReduceScatter || k == StepKind::kReduceScatterTensor ||
+         k == StepKind::kAllToAll || k == StepKind::kAllToAllSingle;
 }
 
 class Loader {
  public:
-  explicit Loader(std::string file) : r_(file), file_(std::move(file)) {}
+  explicit Loader(std::string file, LoadOverrides overrides = {})
+      : r_(file), file_(std::move(file)), overrides_(overrides) {}
 
   Scenario load(const std::string& text) {
     YAML::Node doc;
@@ -237,6 +261,13 @@ class Loader {
     const long long world = r_.as_int(w, "world");
     if (world < 1 || world > (1 << 20)) r_.fail(w, "world must be between 1 and 1048576, not " + std::to_string(world));
     s.world = static_cast<int>(world);
+    if (overrides_.world) {
+      if (*overrides_.world < 1 || *overrides_.world > (1 << 20))
+        r_.fail(w, "--world must be between 1 and 1048576, not " + std::to_string(*overrides_.world));
+      s.world = *overrides_.world;
+      s.world_overridden = true;
+    }
+    if (doc["unspecified"]) s.unspecified = r_.as_string(doc["unspecified"], "unspecified");
     if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend");
     if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed");
     if (doc["check"]) s.check = r_.as_bool(doc["check"], "check");
@@ -449,7 +480,10 @@ class Loader {
       if (d["values"]) {
         const YAML::Node vs = d["values"];
         if (!vs.IsSequence()) r_.fail(vs, "values must be a list of numbers, not " + Reader::kind_of(vs));
-        for (const auto& e : vs) t.values.push_back(r_.as_double(e, "each of values"));
+        for (const auto& e : vs) {
+          t.values.push_back(r_.as_double(e, "each of values"));
+          if (auto why = value_unfit(t.dtype, t.values.back())) r_.fail(e, "values of " + what + ": " + *why);
+        }
         if (t.values.size() != t.count())
           r_.fail(vs, "mismatched shapes: " + what + " has " + std::to_string(t.count()) + " elements but " +
                           std::to_string(t.values.size()) + " values");
@@ -493,7 +527,9 @@ class Loader {
     if (s.kind == StepKind::kExpect && n["tensor"]) s.tensor = str("tensor");
     if (n["list"]) s.list = str("list");
     if (n["output"]) s.output = str("output");
-    if (s.kind == StepKind::kAllGatherIntoTensor && !n["output"]) need("output");
+    if (takes_output(s.kind) && !n["output"]) need("output");
+    if (n["output_split_sizes"]) s.output_splits = split_sizes(n["output_split_sizes"], "output_split_sizes");
+    if (n["input_split_sizes"]) s.input_splits = split_sizes(n["input_split_sizes"], "input_split_sizes");
     if (n["group"]) s.group = str("group");
     if (n["handle"]) s.handle = str("handle");
     s.tag = Expr::constant(0);
@@ -520,7 +556,9 @@ class Loader {
         else s.peer = r_.as_expr(p, peer_key, kPeerVars);
       }
     }
-    if ((s.kind == StepKind::kScatter || s.kind == StepKind::kGather || s.kind == StepKind::kAllGather) && !n["list"])
+    if ((s.kind == StepKind::kScatter || s.kind == StepKind::kGather || s.kind == StepKind::kAllGather ||
+         s.kind == StepKind::kReduceScatter || s.kind == StepKind::kAllToAll) &&
+        !n["list"])
       need("list");
     if (s.kind == StepKind::kIsend || s.kind == StepKind::kIrecv) need("handle");
     if (n["reduce_op"]) {
@@ -559,9 +597,13 @@ class Loader {
         s.name = r_.as_string(need("name"), "name");
         s.members = r_.as_rank_list(need("members"), "members");
         break;
-      case StepKind::kPrint:
-        s.text = r_.as_string(need("text"), "text");
+      case StepKind::kPrint: {
+        const YAML::Node text = need("text");
+        s.text = r_.as_string(text, "text");
+        s.text_where = r_.at(text);
+        if (text.Tag() == "!") s.text_where.column += 1;  // quoted: point inside the quotes
         break;
+      }
       case StepKind::kUpdate:
         s.value = r_.as_expr(need("value"), "value", kUpdateVars);
         s.has_value = true;
@@ -571,7 +613,10 @@ class Loader {
         if (n["equals"]) {
           const YAML::Node e = n["equals"];
           if (e.IsSequence()) {
-            for (const auto& x : e) s.equals.push_back(r_.as_double(x, "each of equals"));
+            for (const auto& x : e) {
+              s.equals.push_back(r_.as_double(x, "each of equals"));
+              equals_where_.push_back(r_.at(x));
+            }
           } else {
             s.value = r_.as_expr(e, "equals", kInitVars);
             s.has_value = true;
@@ -581,6 +626,7 @@ class Loader {
           s.has_value = true;
         }
         if (n["tolerance"]) s.tolerance = r_.as_double(n["tolerance"], "tolerance");
+        if (n["unspecified"]) s.unspecified = r_.as_string(n["unspecified"], "unspecified");
         if (n["source"]) s.source = r_.as_expr(n["source"], "source", kPeerVars);
         if (s.tensor.empty() && !s.source) r_.fail(n, "an 'expect' step needs 'tensor' (with 'equals' or 'value') or 'handle' with 'source'");
         if (!s.tensor.empty() && s.equals.empty() && !s.has_value)
@@ -628,7 +674,57 @@ class Loader {
 
   // Names: every tensor, list, group and handle a step refers to exists and
   // is of the right sort; new groups and handles are not defined twice.
+  // A print step's text: every field names something and every tensor
+  // index is in range (lists, whose length may depend on the world, are
+  // checked with it).
+  void check_print(const Scenario& s, const Step& st, const std::set<std::string>& handles) {
+    std::optional<PrintTextError> error;
+    const auto parts = parse_print_text(st.text, &error);
+    auto at = [&](std::size_t offset) {
+      Location l = st.text_where.line > 0 ? st.text_where : st.where;
+      l.column += static_cast<int>(offset);
+      return l;
+    };
+    if (error) r_.fail(at(error->offset), "print: " + error->message);
+    for (const PrintPart& p : parts) {
+      if (!p.is_field) continue;
+      const std::string field = "{" + p.text + (p.source ? ".source" : "") + (p.index ? "[" + std::to_string(*p.index) + "]" : "") + "}";
+      if (p.source) {
+        if (!handles.count(p.text)) r_.fail(at(p.offset), "print: " + field + " names no handle of an earlier step");
+        continue;
+      }
+      if (p.text == "rank" || p.text == "world") {
+        if (p.index) r_.fail(at(p.offset), "print: " + field + ": " + p.text + " is a number, it has no elements");
+        continue;
+      }
+      const TensorSpec* t = s.find_tensor(p.text);
+      if (!t) {
+        std::vector<std::string> names = {"rank", "world"};
+        for (const auto& x : s.tensors) names.push_back(x.name);
+        r_.fail(at(p.offset), "print: " + field + " names nothing (fields: rank, world, a tensor or list, "
+                              "HANDLE.source)" + did_you_mean(p.text, names));
+      }
+      if (!t->list && p.index && *p.index >= t->count())
+        r_.fail(at(p.offset), "print: " + field + ": tensor '" + t->name + "' has " + std::to_string(t->count()) + " elements");
+      if (p.repr && !p.index) r_.fail(at(p.offset), "print: " + field + ": !r takes an element, " + p.text + "[k]");
+    }
+  }
+
   void check_names(const Scenario& s) {
+    // The literal values an expect step compares with must fit its tensor.
+    std::size_t at_equals = 0;
+    auto check_equals = [&](const Step& st) {
+      const TensorSpec* t = st.kind == StepKind::kExpect && !st.tensor.empty() ? s.find_tensor(st.tensor) : nullptr;
+      for (double x : st.equals) {
+        const Location& where = at_equals < equals_where_.size() ? equals_where_[at_equals] : st.where;
+        ++at_equals;
+        if (!t) continue;
+        if (auto why = value_unfit(t->dtype, x)) r_.fail(where, "equals of tensor '" + t->name + "': " + *why);
+      }
+    };
+    for (const Step& st : s.program) check_equals(st);
+    for (const auto& [rank, prog] : s.programs)
+      for (const Step& st : prog) check_equals(st);
     auto check_prog = [&](const std::vector<Step>& prog) {
       std::set<std::string> groups;
       for (const auto& g : s.groups) groups.insert(g.name);
@@ -667,7 +763,25 @@ class Loader {
             shapes_match(st, *in, *out);
             break;
           }
-          case StepKind::kAllGatherIntoTensor: {
+          case StepKind::kReduceScatter: {
+            const TensorSpec* out = tensor(st.output, false, "output");
+            const TensorSpec* l = tensor(st.list, true, "list");
+            shapes_match(st, *out, *l);
+            break;
+          }
+          case StepKind::kAllToAll: {
+            const TensorSpec* out = tensor(st.output, true, "output");
+            const TensorSpec* in = tensor(st.list, true, "list");
+            if (in->dtype != out->dtype || in->count() != out->count())
+              r_.fail(st.where, "mismatched shapes: each entry of output '" + out->name + "' is " +
+                                    std::string(dtype_name(out->dtype)) + " x " + std::to_string(out->count()) +
+                                    " but each entry of list '" + in->name + "' is " + std::string(dtype_name(in->dtype)) +
+                                    " x " + std::to_string(in->count()));
+            break;
+          }
+          case StepKind::kAllGatherIntoTensor:
+          case StepKind::kReduceScatterTensor:
+          case StepKind::kAllToAllSingle: {
             const TensorSpec* in = tensor(st.tensor, false, "tensor");
             const TensorSpec* out = tensor(st.output, false, "output");
             if (in->dtype != out->dtype)
@@ -707,6 +821,8 @@ class Loader {
             groups.insert(st.name);
             break;
           case StepKind::kPrint:
+            check_print(s, st, handles);
+            break;
           case StepKind::kBarrier:
             break;
           default:
@@ -723,6 +839,49 @@ class Loader {
     for (const auto& [rank, prog] : s.programs) check_prog(prog);
   }
 
+  // A list of expressions of rank and world, or one expression of rank,
+  // world and j.
+  SplitSizes split_sizes(const YAML::Node& n, const std::string& key) {
+    SplitSizes out;
+    out.where = r_.at(n);
+    if (n.IsSequence()) {
+      for (const auto& e : n) out.each.push_back(r_.as_expr(e, "each entry of " + key, kPeerVars));
+      if (out.each.empty()) r_.fail(n, key + " must list one size per rank of the group (or be left out)");
+    } else {
+      out.of_j = r_.as_expr(n, key, kSplitVars);
+    }
+    return out;
+  }
+
+  // all_to_all_single's rule for one side on one rank, as torch checks it:
+  // one size per group rank, summing to dim 0; without sizes, dim 0 divides
+  // evenly.
+  void check_splits(const Step& st, const SplitSizes& splits, const char* key, const TensorSpec& t, int rank, int world,
+                    std::size_t n, const std::string& gname) {
+    const std::string on = " on rank " + std::to_string(rank);
+    const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+    if (!splits.given()) {
+      if (n && rows % static_cast<std::int64_t>(n) != 0)
+        r_.fail(st.where, "tensor '" + t.name + "' has " + std::to_string(rows) + " rows in dim 0, which " + gname +
+                              "'s " + std::to_string(n) + " ranks do not divide; give " + key);
+      return;
+    }
+    const std::vector<double> v = splits.eval(rank, world, n);
+    if (v.size() != n)
+      r_.fail(splits.where, std::string(key) + " lists " + std::to_string(v.size()) + " sizes but " + gname + " has " +
+                                std::to_string(n) + " ranks");
+    double sum = 0;
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      if (!integral(v[j]) || v[j] < 0)
+        r_.fail(splits.where, std::string(key) + "[" + std::to_string(j) + "] is " + as_written(v[j]) + on +
+                                  "; sizes are whole numbers of rows, at least 0");
+      sum += v[j];
+    }
+    if (sum != static_cast<double>(rows))
+      r_.fail(splits.where, std::string(key) + " sum to " + as_written(sum) + on + " but tensor '" + t.name + "' has " +
+                                std::to_string(rows) + " rows in dim 0");
+  }
+
   void shapes_match(const Step& st, const TensorSpec& t, const TensorSpec& l) {
     if (t.dtype != l.dtype || t.count() != l.count())
       r_.fail(st.where, "mismatched shapes: each entry of list '" + l.name + "' is " + std::string(dtype_name(l.dtype)) +
@@ -735,7 +894,20 @@ class Loader {
   std::string file_;
   std::map<std::string, Location> group_locs_;
   std::map<int, Location> rank_where_;
+  std::vector<Location> equals_where_;  // of every expect step's `equals` values, in file order
+  LoadOverrides overrides_;
 };
+
+// A number in a message as a person writes it: 1000000000000, not
+// 1000000000000.000000; 2.5; 1e+20.
+std::string as_written(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e16) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  return python_float(v);
+}
 
 std::map<std::string, double> vars_for(int rank, int world) {
   return {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
@@ -762,7 +934,7 @@ void Loader::check_world_impl(const Scenario& s) {
   for (const auto& t : s.tensors) {
     if (t.list) {
       const double n = t.list->eval(vars_for(0, W));
-      if (!integral(n) || n < 0 || n > 1e6) r_.fail(t.where, "list of tensor '" + t.name + "' must be a count >= 0, not " + std::to_string(n));
+      if (!integral(n) || n < 0 || n > 1e6) r_.fail(t.where, "list of tensor '" + t.name + "' must be a count between 0 and 1000000, not " + as_written(n));
     }
   }
   auto fault_rank = [&](int r, const std::string& what) {
@@ -808,18 +980,25 @@ void Loader::check_world_impl(const Scenario& s) {
       const bool collective = st.kind == StepKind::kBroadcast || st.kind == StepKind::kReduce ||
                               st.kind == StepKind::kAllReduce || st.kind == StepKind::kScatter ||
                               st.kind == StepKind::kGather || st.kind == StepKind::kAllGather ||
-                              st.kind == StepKind::kAllGatherIntoTensor;
-      if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce) {
-        const TensorSpec* t = s.find_tensor(st.tensor);
+                              st.kind == StepKind::kAllGatherIntoTensor || st.kind == StepKind::kReduceScatter ||
+                              st.kind == StepKind::kReduceScatterTensor || st.kind == StepKind::kAllToAll ||
+                              st.kind == StepKind::kAllToAllSingle;
+      if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce || st.kind == StepKind::kReduceScatter ||
+          st.kind == StepKind::kReduceScatterTensor) {
+        const bool into_output = st.kind == StepKind::kReduceScatter || st.kind == StepKind::kReduceScatterTensor;
+        const TensorSpec* t = s.find_tensor(into_output ? st.output : st.tensor);
         if (auto why = reduce_op_unsupported(st.op, t->dtype)) r_.fail(st.where, *why);
       }
-      if (collective && st.algorithm != Algorithm::kAuto) {
-        CollectiveKind k = CollectiveKind::kBroadcast;
+      if ((collective || st.kind == StepKind::kBarrier) && st.algorithm != Algorithm::kAuto) {
+        CollectiveKind k = st.kind == StepKind::kBarrier ? CollectiveKind::kBarrier : CollectiveKind::kBroadcast;
         if (st.kind == StepKind::kReduce) k = CollectiveKind::kReduce;
         if (st.kind == StepKind::kAllReduce) k = CollectiveKind::kAllReduce;
         if (st.kind == StepKind::kScatter) k = CollectiveKind::kScatter;
         if (st.kind == StepKind::kGather) k = CollectiveKind::kGather;
         if (st.kind == StepKind::kAllGather || st.kind == StepKind::kAllGatherIntoTensor) k = CollectiveKind::kAllGather;
+        if (st.kind == StepKind::kReduceScatter || st.kind == StepKind::kReduceScatterTensor)
+          k = CollectiveKind::kReduceScatter;
+        if (st.kind == StepKind::kAllToAll || st.kind == StepKind::kAllToAllSingle) k = CollectiveKind::kAllToAll;
         if (!algorithm_supports(st.algorithm, k))
           r_.fail(st.where, "algorithm '" + std::string(algorithm_name(st.algorithm)) + "' does not implement " + step_kind_name(st.kind));
       }
@@ -833,14 +1012,14 @@ void Loader::check_world_impl(const Scenario& s) {
         if (st.tag.valid() && (st.kind == StepKind::kSend || st.kind == StepKind::kIsend || st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv)) {
           const double tag = st.tag.eval(vars);
           if (!integral(tag) || tag < 0 || tag > 2147483647.0)
-            r_.fail(st.where, "tag " + st.tag.text() + " is " + std::to_string(tag) + on + "; tags are integers >= 0");
+            r_.fail(st.where, "tag " + st.tag.text() + " is " + as_written(tag) + on + "; tags are integers from 0 to 2147483647");
         }
         if (st.peer && member) {
           const double p = st.peer->eval(vars);
           const bool is_root = collective;
           const std::string what = is_root ? "root" : (st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv ? "src" : "dst");
           if (!integral(p) || p < 0 || p >= W)
-            r_.fail(st.where, what + " " + st.peer->text() + " is " + std::to_string(static_cast<long long>(p)) + on +
+            r_.fail(st.where, what + " " + st.peer->text() + " is " + as_written(p) + on +
                                   ", out of range for world " + std::to_string(W));
           if (!std::binary_search(members.begin(), members.end(), static_cast<int>(p)))
             r_.fail(st.where, what + " " + std::to_string(static_cast<int>(p)) + on + " is not a member of " + gname);
@@ -853,8 +1032,33 @@ void Loader::check_world_impl(const Scenario& s) {
           const bool needs_list = st.kind == StepKind::kAllGather || root == r;
           const double n = l->list->eval(vars);
           if (needs_list && static_cast<std::size_t>(n) != members.size())
-            r_.fail(st.where, "list '" + l->name + "' has " + std::to_string(static_cast<long long>(n)) + " tensors but " +
+            r_.fail(st.where, "list '" + l->name + "' has " + as_written(n) + " tensors but " +
                                   gname + " has " + std::to_string(members.size()) + " ranks");
+        }
+        if (member && (st.kind == StepKind::kReduceScatter || st.kind == StepKind::kAllToAll)) {
+          for (const std::string* name : {&st.list, &st.output}) {
+            const TensorSpec* l = s.find_tensor(*name);
+            if (!l->list) continue;  // reduce_scatter's output
+            const double n = l->list->eval(vars);
+            if (static_cast<std::size_t>(n) != members.size())
+              r_.fail(st.where, std::string(name == &st.list ? "list '" : "output '") + l->name + "' has " +
+                                    as_written(n) + " tensors but " + gname + " has " + std::to_string(members.size()) +
+                                    " ranks");
+          }
+        }
+        if (member && st.kind == StepKind::kReduceScatterTensor) {
+          const TensorSpec* in = s.find_tensor(st.tensor);
+          const TensorSpec* out = s.find_tensor(st.output);
+          if (in->count() != members.size() * out->count())
+            r_.fail(st.where, "tensor '" + in->name + "' has " + std::to_string(in->count()) + " elements but " + gname +
+                                  " has " + std::to_string(members.size()) + " ranks of " + std::to_string(out->count()) +
+                                  " (give it shape [" + std::to_string(members.size() * out->count()) +
+                                  "], or an expression of world)");
+        }
+        if (member && st.kind == StepKind::kAllToAllSingle) {
+          check_splits(st, st.input_splits, "input_split_sizes", *s.find_tensor(st.tensor), r, W, members.size(), gname);
+          check_splits(st, st.output_splits, "output_split_sizes", *s.find_tensor(st.output), r, W, members.size(),
+                       gname);
         }
         if (member && st.kind == StepKind::kAllGatherIntoTensor) {
           const TensorSpec* in = s.find_tensor(st.tensor);
@@ -864,6 +1068,19 @@ void Loader::check_world_impl(const Scenario& s) {
                                   " has " + std::to_string(members.size()) + " ranks of " + std::to_string(in->count()) +
                                   " (give it shape [" + std::to_string(members.size() * in->count()) +
                                   "], or an expression of world)");
+        }
+        if (st.kind == StepKind::kPrint) {
+          std::optional<PrintTextError> error;
+          for (const PrintPart& p : parse_print_text(st.text, &error)) {
+            const TensorSpec* l = p.is_field && p.index && !p.source ? s.find_tensor(p.text) : nullptr;
+            if (!l || !l->list) continue;
+            const double n = l->list->eval(vars);
+            Location where = st.text_where.line > 0 ? st.text_where : st.where;
+            where.column += static_cast<int>(p.offset);
+            if (static_cast<double>(*p.index) >= n)
+              r_.fail(where, "print: {" + p.text + "[" + std::to_string(*p.index) + "]}: list '" + l->name + "' has " +
+                                 as_written(n) + " tensors" + on);
+          }
         }
         if (st.source) {
           const double src = st.source->eval(vars);
@@ -897,23 +1114,72 @@ const GroupSpec* Scenario::find_group(const std::string& n) const {
   return nullptr;
 }
 
+std::optional<std::string> value_unfit(DType dtype, double x) {
+  if (is_floating(dtype) || dtype == DType::kBool) return std::nullopt;
+  if (!std::isfinite(x)) return python_float(x) + " is not a value of " + std::string(dtype_name(dtype));
+  double lo = 0, hi = 0;  // [lo, hi): the integers the dtype holds
+  const char* range = "";
+  switch (dtype) {
+    case DType::kInt8: lo = -128, hi = 128, range = "-128 to 127"; break;
+    case DType::kUInt8: lo = 0, hi = 256, range = "0 to 255"; break;
+    case DType::kInt32: lo = -2147483648.0, hi = 2147483648.0, range = "-2147483648 to 2147483647"; break;
+    case DType::kInt64:
+      lo = -9223372036854775808.0, hi = 9223372036854775808.0, range = "-2**63 to 2**63 - 1";
+      break;
+    default: return std::nullopt;
+  }
+  const double v = std::trunc(x);
+  if (v >= lo && v < hi) return std::nullopt;
+  return python_float(x) + " does not fit " + std::string(dtype_name(dtype)) + " (" + range + ")";
+}
+
+std::vector<double> SplitSizes::eval(int rank, int world, std::size_t n) const {
+  std::map<std::string, double> v = {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
+  std::vector<double> out;
+  if (!of_j) {
+    for (const Expr& e : each) out.push_back(e.eval(v));
+    return out;
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    v["j"] = static_cast<double>(j);
+    out.push_back(of_j->eval(v));
+  }
+  return out;
+}
+
 std::string step_kind_name(StepKind k) {
   for (const auto& d : step_table())
     if (d.kind == k) return d.name;
   return "?";
 }
 
-Scenario load_text(const std::string& text, const std::string& file_name) {
-  Loader l(file_name);
+Scenario load_text(const std::string& text, const std::string& file_name, const LoadOverrides& overrides) {
+  Loader l(file_name, overrides);
   return l.load(text);
 }
 
-Scenario load_file(const std::string& path) {
+std::string read_scenario_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw ScenarioError(Location{path, 0, 0}, std::string("cannot read the ") + what + ": no such file");
+  if (!std::filesystem::is_regular_file(st))
+    throw ScenarioError(Location{path, 0, 0}, std::string("the ") + what + " is not a regular file (a device, pipe or folder)");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxScenarioFileBytes)
+    throw ScenarioError(Location{path, 0, 0}, std::string("the ") + what + " is " + std::to_string(size) +
+                                                  " bytes; scenario files are at most " +
+                                                  std::to_string(kMaxScenarioFileBytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(Location{path, 0, 0}, "cannot read the file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return load_text(os.str(), path);
+  if (!in) throw ScenarioError(Location{path, 0, 0}, std::string("cannot read the ") + what);
+  std::string text;
+  text.resize(static_cast<std::size_t>(size));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+Scenario load_file(const std::string& path, const LoadOverrides& overrides) {
+  return load_text(read_scenario_file(path, "file"), path, overrides);
 }
 
 void evaluate_shape(TensorSpec& t, int world, const Location& where) {
@@ -922,30 +1188,14 @@ void evaluate_shape(TensorSpec& t, int world, const Location& where) {
   for (const Expr& e : t.shape_exprs) {
     const double d = e.eval({{"world", static_cast<double>(world)}});
     if (!(d >= 0 && d <= static_cast<double>(1ll << 31)) || d != static_cast<double>(static_cast<std::int64_t>(d)))
-      throw ScenarioError(where, "tensor '" + t.name + "': shape dimension " + e.text() + " is " + std::to_string(d) +
+      throw ScenarioError(where, "tensor '" + t.name + "': shape dimension " + e.text() + (e.text() == as_written(d) ? "" : " is " + as_written(d)) +
                                      " for world " + std::to_string(world) + "; dimensions are integers between 0 and 2^31");
     t.shape.push_back(static_cast<std::int64_t>(d));
   }
 }
 
 sim::NetworkModel load_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScenarioError(Location{path, 0, 0}, "cannot read the network profile");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return Loader(path).profile(os.str());
-}
-
-void set_world(Scenario& s, int world) {
-  s.world = world;
-  for (TensorSpec& t : s.tensors) evaluate_shape(t, world, t.where);
-  check_world(s);
-}
-
-void check_world(const Scenario& s) {
-  // Locations of group rank lists are re-derived from the groups themselves.
-  Loader l(s.file);
-  l.check_world_impl(s);
+  return Loader(path).profile(read_scenario_file(path, "network profile"));
 }
 
 }  // namespace collie::scenario

@@ -9,22 +9,21 @@
 // half-way: a scenario that loads is one the runner can execute.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "scenario/scenario.h"
 
 namespace collie::scenario {
 
-Scenario load_file(const std::string& path);
-Scenario load_text(const std::string& text, const std::string& file_name);
+// What the command line says instead of the file. The scenario is loaded
+// and checked exactly as if the file said it.
+struct LoadOverrides {
+  std::optional<int> world;  // collie run/validate --world N
+};
 
-// The checks that depend on the world size; load_* run them. Run them again
-// after changing `world` (collie run --world).
-void check_world(const Scenario& s);
-
-// Sets the world size, re-evaluates shapes that use `world`, and runs
-// check_world(). Throws ScenarioError like load_*.
-void set_world(Scenario& s, int world);
+Scenario load_file(const std::string& path, const LoadOverrides& overrides = {});
+Scenario load_text(const std::string& text, const std::string& file_name, const LoadOverrides& overrides = {});
 
 // Reads a network profile written by `collie calibrate` (YAML: version: 1 and
 // a network: map with the keys of a scenario's network section). Throws

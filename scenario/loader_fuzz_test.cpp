@@ -111,8 +111,14 @@ RC_GTEST_PROP(LoaderFuzz, MutantsLoadOrAreRejectedWithALocation, ()) {
   std::size_t elements = 0;
   for (const auto& t : s.tensors) elements += t.count() * (t.list ? 64 : 1);
   if (s.world > 16 || elements > 200000) return;
-  const ScenarioResult r = run_scenario(s, {});
-  RC_ASSERT(!r.outcome.empty());
+  try {
+    const ScenarioResult r = run_scenario(s, {});
+    RC_ASSERT(!r.outcome.empty());
+  } catch (const ScenarioError& e) {
+    // What only a run can find (a division by zero at these values, a value
+    // the dtype cannot hold) is located in the file too.
+    RC_ASSERT(std::string(e.what()).rfind("fuzz.yaml:", 0) == 0);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // One test per class of bad input: each names file, line and column and
 // says what was expected.
 #include "scenario/loader.h"
+#include "scenario/runner.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace collie::scenario {
 namespace {
@@ -133,14 +136,14 @@ TEST(LoaderErrors, EmptyFileAndNotAMapping) {
   EXPECT_EQ(error_of("- 1\n- 2\n"), "t.yaml:1:1: error: a scenario must be a mapping of keys to values, not a list");
 }
 
-TEST(Loader, AValidScenarioLoadsAndCheckWorldRejectsAWorldThatBreaksIt) {
+TEST(Loader, AValidScenarioLoadsAndAWorldOverrideThatBreaksItIsRejected) {
   Scenario s = load_text(std::string(kHead) + "tensors: {t: {dtype: float32}}\nprogram:\n  - {op: broadcast, tensor: t, src: 1}\n",
                          "t.yaml");
   EXPECT_EQ(s.world, 2);
   EXPECT_EQ(s.program.size(), 1u);
-  s.world = 1;
   try {
-    check_world(s);
+    load_text(std::string(kHead) + "tensors: {t: {dtype: float32}}\nprogram:\n  - {op: broadcast, tensor: t, src: 1}\n",
+              "t.yaml", LoadOverrides{1});
     ADD_FAILURE() << "no error";
   } catch (const ScenarioError& e) {
     EXPECT_EQ(std::string(e.what()), "t.yaml:6:5: error: root 1 is 1 on rank 0, out of range for world 1");
@@ -158,6 +161,145 @@ TEST(Expr, PythonSemantics) {
   EXPECT_EQ(ev("rank == 3 and not world < 4"), 1);
   EXPECT_EQ(ev("1 if rank == 0 else 2 if rank == 3 else 5"), 2);
   EXPECT_EQ(ev("max(rank, 10) + min(1, 2) + abs(-2)"), 13);
+  EXPECT_EQ(ev("5e-324"), 5e-324);  // a subnormal literal was refused as a bad number
+}
+
+// i // 0 and i % 0 gave 0, i / 0 gave inf; Python refuses them.
+TEST(Expr, DivisionByZeroIsALocatedErrorAsInPython) {
+  for (const char* text : {"rank // (world - 4)", "rank % 0", "rank / (rank - 3)", "0 ** -1"}) {
+    const Expr e = Expr::parse(text, Location{"f.yaml", 7, 12}, {"rank", "world"});
+    try {
+      e.eval({{"rank", 3}, {"world", 4}});
+      ADD_FAILURE() << text << " evaluated";
+    } catch (const ScenarioError& err) {
+      EXPECT_EQ(std::string(err.what()).rfind("f.yaml:7:12: error: in expression '" + std::string(text) + "': ", 0), 0u)
+          << err.what();
+      EXPECT_NE(std::string(err.what()).find("rank=3, world=4"), std::string::npos) << err.what();
+    }
+  }
+}
+
+// 5000 nested parentheses or 100000 unary minuses overflowed the stack of
+// collie validate (SIGSEGV).
+TEST(Expr, DeeplyNestedExpressionsAreRefusedWithALocationNotAStackOverflow) {
+  const std::vector<std::string> deep = {std::string(5000, '(') + "1" + std::string(5000, ')'), std::string(100000, '-') + "1",
+                                         std::string(100000, '!') + "1"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    try {
+      Expr::parse(deep[k], Location{"d.yaml", 3, 9}, {});
+      ADD_FAILURE() << "case " << k << " parsed";
+    } catch (const ScenarioError& e) {
+      EXPECT_NE(std::string(e.what()).find("nests deeper than 200 levels"), std::string::npos) << e.what();
+      EXPECT_LT(std::string(e.what()).size(), 300u);  // the expression is quoted, not copied whole
+    }
+  }
+  std::string pow = "2";
+  for (int i = 0; i < 100000; ++i) pow += "**2";  // right-leaning: recursion while parsing
+  EXPECT_THROW(Expr::parse(pow, Location{"d.yaml", 3, 9}, {}), ScenarioError);
+  std::string chain = "1";
+  for (int i = 0; i < 50000; ++i) chain += " + 1";  // a left-leaning tree as deep as it is long
+  EXPECT_THROW(Expr::parse(chain, Location{"d.yaml", 3, 9}, {}), ScenarioError);
+  std::string fine = "1";
+  for (int i = 0; i < 150; ++i) fine = "(" + fine + " + 1)";
+  EXPECT_EQ(Expr::parse(fine, Location{"d.yaml", 3, 9}, {}).eval({}), 151);
+}
+
+// 2 ** 100 into int64 gave 0, -1 into uint8 gave 255: values a dtype cannot
+// hold are errors at the expression or the literal, as torch refuses them.
+TEST(Values, ThatDoNotFitTheDtypeAreLocatedErrors) {
+  auto load_error = [](const std::string& text) -> std::string {
+    try {
+      load_text(text, "v.yaml");
+    } catch (const ScenarioError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(load_error(std::string(kHead) + "tensors: {t: {dtype: int8, shape: [2], values: [1, 300]}}\nprogram:\n  - {op: barrier}\n"),
+            "v.yaml:4:52: error: values of tensor 't': 300.0 does not fit int8 (-128 to 127)");
+  EXPECT_EQ(load_error(std::string(kHead) +
+                       "tensors: {t: {dtype: uint8}}\nprogram:\n  - {op: expect, tensor: t, equals: [-1]}\n"),
+            "v.yaml:6:38: error: equals of tensor 't': -1.0 does not fit uint8 (0 to 255)");
+  EXPECT_EQ(value_unfit(DType::kInt64, 9.3e18).value_or(""), "9.3e+18 does not fit int64 (-2**63 to 2**63 - 1)");
+  EXPECT_FALSE(value_unfit(DType::kInt8, -128.9));  // truncated toward zero, as torch converts
+  EXPECT_FALSE(value_unfit(DType::kFloat16, 1e10));  // floating dtypes overflow to inf
+  EXPECT_TRUE(value_unfit(DType::kInt32, std::nan("")));
+  const Scenario s = load_text(std::string(kHead) +
+                                   "tensors: {t: {dtype: int64, shape: [2], init: \"2 ** (60 + 40 * i)\"}}\nprogram:\n"
+                                   "  - {op: barrier}\n",
+                               "v.yaml");
+  try {
+    run_scenario(s, {});
+    ADD_FAILURE() << "ran";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("v.yaml:4:48: error: in expression '2 ** (60 + 40 * i)': 1.2676506002282294e+30 "
+                                          "does not fit int64", 0),
+              0u)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace collie::scenario
+
+namespace collie::scenario {
+namespace {
+
+// {nosuch} and an unclosed {t passed validate and printed literally; an index
+// out of range was caught only at run time.
+TEST(Print, PlaceholdersThatNameNothingAreRefusedBeforeAnythingRuns) {
+  auto error_for = [](const std::string& text) -> std::string {
+    try {
+      load_text(std::string(kHead) + "tensors: {t: {dtype: float32, shape: [3]}, l: {dtype: float32, list: world}}\n"
+                                     "program:\n  - {op: print, text: \"" + text + "\"}\n",
+                "p.yaml");
+    } catch (const ScenarioError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_for("ok {rank} {world} {t} {t[2]} {t[0]!r} {l} {l[1]} {{}}"), "");
+  EXPECT_EQ(error_for("hi {nosuch}"), "p.yaml:6:27: error: print: {nosuch} names nothing (fields: rank, world, a tensor "
+                                      "or list, HANDLE.source) (expected one of: rank, world, t, l)");
+  EXPECT_EQ(error_for("hi {t"), "p.yaml:6:27: error: print: '{' is never closed (write '{{' for a brace)");
+  EXPECT_EQ(error_for("x {t[3]}"), "p.yaml:6:26: error: print: {t[3]}: tensor 't' has 3 elements");
+  EXPECT_EQ(error_for("x {l[2]}"), "p.yaml:6:26: error: print: {l[2]}: list 'l' has 2 tensors on rank 0");
+  EXPECT_EQ(error_for("a } b"), "p.yaml:6:26: error: print: a single '}' (write '}}' for a brace)");
+  EXPECT_EQ(error_for("{h.source}"), "p.yaml:6:24: error: print: {h.source} names no handle of an earlier step");
+}
+
+TEST(LoaderErrors, ReduceScatterAndAllToAllArgumentsFollowTorchsRules) {
+  const std::string t = std::string(kHead) +
+                        "tensors:\n"
+                        "  l: {dtype: float32, shape: [2], list: 3}\n"
+                        "  o: {dtype: float32, shape: [2]}\n"
+                        "  big: {dtype: float32, shape: [5]}\n"
+                        "  ints: {dtype: int32, shape: [4]}\n"
+                        "program:\n";
+  EXPECT_EQ(error_of(t + "  - {op: reduce_scatter, output: o, list: l}\n"),
+            "t.yaml:10:5: error: list 'l' has 3 tensors but world has 2 ranks");
+  EXPECT_EQ(error_of(t + "  - {op: reduce_scatter, list: l}\n"),
+            "t.yaml:10:5: error: a 'reduce_scatter' step needs the key 'output'");
+  EXPECT_EQ(error_of(t + "  - {op: reduce_scatter_tensor, output: o, tensor: big}\n"),
+            "t.yaml:10:5: error: tensor 'big' has 5 elements but world has 2 ranks of 2 (give it shape [4], or an "
+            "expression of world)");
+  EXPECT_EQ(error_of(t + "  - {op: reduce_scatter_tensor, output: o, tensor: ints}\n"),
+            "t.yaml:10:5: error: output 'o' is float32 but tensor 'ints' is int32");
+  EXPECT_EQ(error_of(t + "  - {op: all_to_all, output: o, list: l}\n"),
+            "t.yaml:10:5: error: output 'o' must be a list tensor (give it 'list: N')");
+  EXPECT_EQ(error_of(t + "  - {op: all_to_all_single, output: big, tensor: big}\n"),
+            "t.yaml:10:5: error: tensor 'big' has 5 rows in dim 0, which world's 2 ranks do not divide; give "
+            "input_split_sizes");
+  EXPECT_EQ(error_of(t + "  - {op: all_to_all_single, output: big, tensor: big, input_split_sizes: [1, 4], "
+                         "output_split_sizes: [2, 2]}\n"),
+            "t.yaml:10:102: error: output_split_sizes sum to 4 on rank 0 but tensor 'big' has 5 rows in dim 0");
+  EXPECT_EQ(error_of(t + "  - {op: all_to_all_single, output: big, tensor: big, input_split_sizes: [5]}\n"),
+            "t.yaml:10:74: error: input_split_sizes lists 1 sizes but world has 2 ranks");
+  EXPECT_EQ(error_of(t + "  - {op: all_to_all_single, output: big, tensor: big, input_split_sizes: \"rank - j\", "
+                         "output_split_sizes: [1, 4]}\n"),
+            "t.yaml:10:74: error: input_split_sizes[1] is -1 on rank 0; sizes are whole numbers of rows, at least 0");
+  EXPECT_EQ(error_of(t + "  - {op: reduce_scatter, output: o, list: l, reduce_op: BAND}\n").find("loaded"),
+            std::string::npos);
 }
 
 }  // namespace

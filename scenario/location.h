@@ -10,7 +10,8 @@ struct Location {
   std::string file;
   int line = 0;    // 1-based; 0 when unknown
   int column = 0;  // 1-based
-  std::string str() const {  // "file:line:column"
+  std::string str() const {  // "file:line:column", or "file" where no line is known
+    if (line <= 0) return file;
     return file + ":" + std::to_string(line) + ":" + std::to_string(column);
   }
 };

@@ -1,34 +1,45 @@
 // Running a scenario on a backend and judging it.
 //
-// Every rank interprets the scenario's steps as a coroutine over its
-// Communicator. Unless the scenario says `check: false`, every op is
-// recorded -- its inputs when issued and its outputs when complete -- and
-// after the run every collective call is compared with the reference oracle
-// (exact for integers and for exact float inputs; within the rounding a
-// different combination order can cause otherwise) and every receive with
-// the matching send. A scenario passes when its outcome (ok / error / deadlock)
-// is the expected one, every `expect` step held, and every check matched.
+//   loader (scenario.h)  -> the scenario, checked, overrides resolved
+//   runner (this)        -> a job of the backend (backends/job.h); every
+//                           rank's Interpreter (interpreter.h) over its Dist
+//   verdict (verdict.h)  -> outcome, expect steps, oracle checks
+//
+// The runner never learns which implementation ran the ops: collie's core
+// in this process, or one process per rank of another library.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
-#include "core/transport.h"
+#include "backends/registry.h"
+#include "scenario/interpreter.h"
 #include "scenario/scenario.h"
+
+namespace collie {
+class JobCache;
+namespace sim {
+class Explorer;
+}
+}  // namespace collie
 
 namespace collie::scenario {
 
 struct RunOptions {
   std::string backend;                  // empty: the scenario's own
-  std::optional<std::uint64_t> seed;    // overrides the scenario's
-  std::optional<int> world;             // overrides the scenario's (re-checked)
   const BackendRegistry* registry = nullptr;  // null: BackendRegistry::builtin()
+  // Run the backend's ranks as processes (a backend that has both forms:
+  // tcp). Backends that only run as processes always do.
+  bool processes = false;
+  // Keeps a process job running between runs (collie conformance); null:
+  // every run starts and ends its own job.
+  JobCache* jobs = nullptr;
+  std::optional<std::uint64_t> seed;    // overrides the scenario's
   sim::FaultPlan extra_faults;                // added to the scenario's (--fault)
   std::vector<std::string> fault_args;        // their text, for the replay command
+  std::vector<ProcessFault> process_faults;   // crash/stall of rank processes (--fault)
   std::optional<std::uint64_t> random_faults_seed;  // add random_fault_plan(seed) (collie fuzz)
   bool destructive_faults = false;            // ... including drops, partitions, crashes
   std::optional<Nanos> timeout_ns;            // every op's timeout, overriding the scenario's
@@ -43,22 +54,16 @@ struct RunOptions {
   // Simulate costs only (as the scenario's timing_only: true): tensors get
   // no memory, print/expect/update steps and oracle checks are skipped.
   bool timing_only = false;
-  // A materialised run whose tensors (all ranks together) would need more
-  // than this is refused with a hint to use timing_only.
+  // A materialised run that would need more memory than this -- every
+  // rank's tensors, and when checking the copies recorded for the oracle --
+  // is refused up front, with the figure and the way out (timing_only).
   double max_tensor_bytes = 8.0 * (1ull << 30);
-  // Runs the scenario as real processes, one per rank: called with the
-  // arguments of `collie` for every rank (starting "run FILE ... --rank-report
-  // DIR") and the number of ranks, it starts them as one job (collie launch)
-  // and returns when all have exited. Each writes its report into DIR; the
-  // run is then judged as an in-process one. Hangs surface as op timeouts
-  // (the scenario's, or 60 s), not as deadlock reports. Only --backend tcp.
-  std::function<int(const std::vector<std::string>& args, int nprocs)> launch_ranks;
-};
-
-struct OutputLine {
-  int rank = 0;
-  Nanos time = 0;
-  std::string text;
+  // Differences where torch leaves the behaviour unspecified fail a
+  // library's run too (they always fail collie's core).
+  bool strict = false;
+  // Appended to the replay command, so that it runs as printed
+  // (--backend-plugin PATH, --torch-import MODULE, ...).
+  std::vector<std::string> replay_flags;
 };
 
 struct ScenarioResult {
@@ -66,12 +71,17 @@ struct ScenarioResult {
   std::string name;
   std::string feature;
   std::string backend;
+  std::string implementation;         // what ran the ops ("collie core over sim", "Open MPI 4.1.4")
   std::uint64_t seed = 0;
   int world = 0;
   bool passed = false;
-  std::string outcome;                // "ok", "error" or "deadlock": what happened
+  bool skipped = false;               // an op the implementation does not provide
+  std::string skip_reason;
+  std::string outcome;                // "ok", "error", "deadlock", "hang" or "skipped": what happened
   std::string detail;                 // the error or the deadlock report, when not ok
   std::vector<std::string> failures;  // why it did not pass, one line each
+  std::vector<std::string> notes;     // differences where torch is silent (not failures)
+  std::vector<std::string> fault_report;  // process faults: what each rank did about them
   std::vector<OutputLine> output;     // print steps, in the order they ran
   Nanos virtual_time = 0;
   std::uint64_t trace_hash = 0;
@@ -88,17 +98,9 @@ struct ScenarioResult {
 };
 
 // Runs `s` as `options` say. Never throws for anything the scenario or the
-// backend does wrong: that is a failed result. Throws ScenarioError when a
-// --world override makes the scenario invalid, and Error(kUsage) for an
-// unknown backend.
+// implementation does wrong: that is a failed result. Throws Error(kUsage)
+// for what cannot run at all: an unknown or unavailable backend, faults the
+// backend cannot inject, a run too large to materialise.
 ScenarioResult run_scenario(const Scenario& s, const RunOptions& options);
-
-// The body of one rank process of a multi-process run (see launch_ranks):
-// joins the job (env:// rendezvous), runs this rank's program over TCP and
-// writes its report to `report_dir`/rank-R.cbor. Returns the exit code.
-int run_scenario_rank(const Scenario& s, const RunOptions& options, const std::string& report_dir);
-
-// Python's repr of a float ("4.0", "0.1", "1e-05"): how the seeds print items.
-std::string python_float(double v);
 
 }  // namespace collie::scenario

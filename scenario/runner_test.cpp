@@ -30,8 +30,8 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
   return v;
 }
 
-ScenarioResult run_file(const std::string& rel, RunOptions o = {}) {
-  return run_scenario(load_file(scenario_path(rel)), o);
+ScenarioResult run_file(const std::string& rel, RunOptions o = {}, std::optional<int> world = std::nullopt) {
+  return run_scenario(load_file(scenario_path(rel), LoadOverrides{world}), o);
 }
 
 TEST(TutorialScenarios, PrintWhatTheSeedsPrint) {
@@ -84,7 +84,7 @@ TEST(TutorialScenarios, EveryScenarioUnderScenariosPasses) {
 // `expect` step in the scenario.
 class CorruptingBackend final : public InProcessBackend {
  public:
-  explicit CorruptingBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, o.network) {
+  explicit CorruptingBackend(const BackendOptions& o) : sim_(o.world_size, o.seed, sim::NetworkModel{}) {
     for (int r = 0; r < o.world_size; ++r) wrapped_.push_back(std::make_unique<Corrupting>(sim_.transport(r)));
   }
   Transport& transport(int rank) override { return *wrapped_[static_cast<std::size_t>(rank)]; }
@@ -210,13 +210,26 @@ TEST(Determinism, SameSeedSameTraceAndOutputOtherSeedSameValues) {
 }
 
 TEST(WorldOverride, RechecksTheScenario) {
-  RunOptions o;
-  o.world = 7;
-  const auto r = run_file("all_reduce/ring_world6.yaml", o);
+  const auto r = run_file("all_reduce/ring_world6.yaml", {}, 7);
   EXPECT_EQ(r.world, 7);
   EXPECT_FALSE(r.passed);  // its expect steps assume 6 ranks
-  o.world = 2;
-  EXPECT_THROW(run_file("tutorial/int64_reduce_to_3.yaml", o), ScenarioError);  // root 3 of 2
+  EXPECT_NE(r.replay.find("--world 7"), std::string::npos) << r.replay;
+  EXPECT_THROW(run_file("tutorial/int64_reduce_to_3.yaml", {}, 2), ScenarioError);  // root 3 of 2
+}
+
+// collie run --world 1 on a scenario with a program for rank 1 dropped that
+// program and passed; the file saying world: 1 was rejected.
+TEST(WorldOverride, AProgramForARankOutsideTheOverriddenWorldIsRejectedAsIfTheFileSaidIt) {
+  const std::string text =
+      "version: 1\nname: x\nworld: 2\ntensors: {t: {dtype: float32}}\nprograms:\n  0: [{op: barrier}]\n"
+      "  1: [{op: barrier}]\n";
+  EXPECT_NO_THROW(load_text(text, "w.yaml"));
+  try {
+    load_text(text, "w.yaml", LoadOverrides{1});
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("program for rank 1 is out of range for world 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Plugins, TheCorrectPluginPassesAndTheLossyOneFailsConformance) {
@@ -243,12 +256,24 @@ TEST(Plugins, TheCorrectPluginPassesAndTheLossyOneFailsConformance) {
 
 TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
   std::vector<conformance::CaseResult> cs(2);
-  cs[0] = {"p2p", "a<b", "scenario", true, "", "r", 0.5};
-  cs[1] = {"p2p", "c", "property", false, "x & \"y\"\nmore", "collie run c", 0.25};
+  cs[0] = {"p2p", "a<b", "scenario", true, "", "r", 0.5, false, "", {}};
+  cs[1] = {"p2p", "c", "property", false, "x & \"y\"\nmore", "collie run c", 0.25, false, "", {}};
   const std::string x = conformance::junit_xml("s", cs);
   EXPECT_NE(x.find("<testsuites name=\"s\" tests=\"2\" failures=\"1\""), std::string::npos) << x;
   EXPECT_NE(x.find("name=\"a&lt;b\""), std::string::npos);
   EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
+}
+
+// The replay line appeared twice when the message already ended with it (a
+// deadlock report), and times were written as 1.2e-05.
+TEST(Conformance, JUnitHasTheReplayLineOnceAndPlainDecimalTimes) {
+  std::vector<conformance::CaseResult> cs(1);
+  cs[0] = {"p2p", "c", "scenario", false, "deadlock: ...\nreplay: collie run c.yaml", "collie run c.yaml", 1.2e-05,
+           false, "", {}};
+  const std::string x = conformance::junit_xml("s", cs);
+  EXPECT_EQ(x.find("replay: collie run c.yaml"), x.rfind("replay: collie run c.yaml")) << x;
+  EXPECT_NE(x.find("time=\"0.000012\""), std::string::npos) << x;
+  EXPECT_EQ(x.find("e-05"), std::string::npos) << x;
 }
 
 // `key: value` in a scenario's network section is refused, with the line it
@@ -360,10 +385,9 @@ TEST(TimingOnly, SameVirtualTimeAndTraceAsAMaterialisedRun) {
 }
 
 TEST(TimingOnly, ARunTooLargeToMaterialiseIsRefusedWithTheWayOut) {
-  Scenario s = load_file(scenario_path("scale/all_reduce.yaml"));
+  Scenario s = load_file(scenario_path("scale/all_reduce.yaml"), LoadOverrides{4096});  // 4096 x 64 MiB
   s.timing_only = false;
   RunOptions o;
-  o.world = 4096;  // 4096 x 64 MiB
   try {
     run_scenario(s, o);
     FAIL() << "expected a usage error";
@@ -375,12 +399,37 @@ TEST(TimingOnly, ARunTooLargeToMaterialiseIsRefusedWithTheWayOut) {
   EXPECT_THROW(run_scenario(s, o), Error);  // real bytes cannot be skipped
 }
 
+// The 8 GiB limit counted the tensors only: 800 MB of tensors reached
+// 3.5 GB RSS (the oracle's copies of every op's inputs and outputs).
+TEST(Memory, TheCopiesRecordedForTheOracleCountAgainstTheLimit) {
+  const std::string text =
+      "version: 1\nname: m\nworld: 4\ntensors: {t: {dtype: float32, shape: [65536], init: 1}}\n"  // 1 MiB in all
+      "program:\n  - {op: all_reduce, tensor: t}\n  - {op: all_reduce, tensor: t}\n";
+  RunOptions o;
+  o.max_tensor_bytes = 3 << 20;  // the tensors fit; with 2 MiB per all_reduce of records, the run does not
+  try {
+    run_scenario(load_text(text, "m.yaml"), o);
+    FAIL() << "expected a usage error";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("m.yaml: a run of 4 ranks needs about 5.25 MiB of memory (limit 3.00 MiB): 1.00 MiB of tensors, "
+                     "4.00 MiB of copies"),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("copies of every op's inputs and outputs for the oracle"), std::string::npos) << w;
+    EXPECT_NE(w.find("check: false"), std::string::npos) << w;
+  }
+  // Without the oracle's copies it fits, and runs.
+  EXPECT_TRUE(run_scenario(load_text("version: 1\nname: m\nworld: 4\ncheck: false\n" + text.substr(text.find("tensors")),
+                                     "m.yaml"),
+                           o)
+                  .passed);
+}
+
 TEST(TimingOnly, ScaleScenariosRunAtThousandsOfRanksInLittleMemory) {
   // 4096 ranks x 64 MiB would be 256 GiB materialised.
   for (const char* file : {"scale/all_reduce.yaml", "scale/broadcast.yaml", "scale/all_gather.yaml"}) {
-    RunOptions o;
-    o.world = 4096;
-    const ScenarioResult r = run_file(file, o);
+    const ScenarioResult r = run_file(file, {}, 4096);
     EXPECT_TRUE(r.passed) << file << ": " << (r.failures.empty() ? "" : r.failures[0]);
     EXPECT_GT(r.events, 4096u) << file;
   }
@@ -388,17 +437,14 @@ TEST(TimingOnly, ScaleScenariosRunAtThousandsOfRanksInLittleMemory) {
 
 TEST(AllGatherIntoTensor, MatchesTheOracleForEveryWorldSize) {
   for (int w = 1; w <= 9; ++w) {
-    RunOptions o;
-    o.world = w;
-    const ScenarioResult r = run_file("all_gather/into_tensor.yaml", o);
+    const ScenarioResult r = run_file("all_gather/into_tensor.yaml", {}, w);
     EXPECT_TRUE(r.passed) << "world " << w << ": " << (r.failures.empty() ? "" : r.failures[0]);
     EXPECT_GE(r.checks, 1);
   }
 }
 
 TEST(ShapeExpressions, FollowTheWorldAndAreCheckedAgainstTheGroup) {
-  Scenario s = load_file(scenario_path("all_gather/into_tensor.yaml"));
-  set_world(s, 7);
+  Scenario s = load_file(scenario_path("all_gather/into_tensor.yaml"), LoadOverrides{7});
   const TensorSpec* out = s.find_tensor("out");
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(out->count(), 21u);

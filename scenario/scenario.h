@@ -50,9 +50,29 @@ struct GroupSpec {
 enum class StepKind {
   kSend, kIsend, kRecv, kIrecv, kWait,
   kBroadcast, kReduce, kAllReduce, kScatter, kGather, kAllGather, kAllGatherIntoTensor, kBarrier,
+  kReduceScatter, kReduceScatterTensor, kAllToAll, kAllToAllSingle,
   kNewGroup, kPrint, kExpect, kUpdate,
 };
 std::string step_kind_name(StepKind k);
+
+// Why `x` cannot be an element of `dtype` -- not an integer's range (after
+// truncation toward zero, as torch converts), NaN or inf for an integer --
+// or nullopt when it can. Floating dtypes take every value (overflow is inf).
+std::optional<std::string> value_unfit(DType dtype, double x);
+
+// all_to_all_single's output_split_sizes / input_split_sizes: rows of dim 0
+// per group rank, written as a list of expressions of `rank` and `world`,
+// or as one expression of `rank`, `world` and `j` (the group rank the block
+// goes to or comes from). Absent: dim 0 is cut evenly.
+struct SplitSizes {
+  std::vector<Expr> each;
+  std::optional<Expr> of_j;
+  Location where;
+
+  bool given() const { return of_j || !each.empty(); }
+  // The sizes on `rank` for a group of n ranks (each.size() when listed).
+  std::vector<double> eval(int rank, int world, std::size_t n) const;
+};
 
 struct Step {
   StepKind kind = StepKind::kBarrier;
@@ -62,8 +82,10 @@ struct Step {
   std::optional<Expr> when;
   // Arguments (which apply depends on kind; see docs/scenarios.md).
   std::string tensor;              // the tensor (or list, for all_gather's output)
-  std::string list;                // scatter/gather list
-  std::string output;              // all_gather_into_tensor: the output tensor
+  std::string list;                // scatter/gather/all_gather list; reduce_scatter/all_to_all input list
+  std::string output;              // *_into_tensor, reduce_scatter*, all_to_all_single: the output tensor;
+                                   // all_to_all: the output list
+  SplitSizes output_splits, input_splits;  // all_to_all_single
   std::string group;               // "" = world
   std::optional<Expr> peer;        // dst / src / root (global rank)
   bool any_source = false;         // recv/irecv src: any
@@ -74,6 +96,7 @@ struct Step {
   std::string handle;              // async ops: the name of the Work; wait: the one to wait
   std::vector<std::string> handles;  // wait: several
   std::string text;                // print
+  Location text_where;             // print: where the text starts (inside its quotes)
   std::vector<int> members;        // new_group
   std::string name;                // new_group: the group's name
   Expr value;                      // update / expect: element value (vars rank, world, i, j, x)
@@ -81,6 +104,7 @@ struct Step {
   bool has_value = false;
   double tolerance = 0;            // expect: absolute tolerance for floats
   std::optional<Expr> source;      // expect: the source rank a handle's receive matched
+  std::string unspecified;         // expect: why torch leaves what it checks unspecified (empty: specified)
 };
 
 struct Outcome {
@@ -98,6 +122,7 @@ struct Scenario {
   std::string name;
   std::string description;
   int world = 1;
+  bool world_overridden = false;  // `world` came from --world, not the file
   std::string backend = "sim";
   std::uint64_t seed = 1;
   sim::NetworkModel network;
@@ -106,6 +131,10 @@ struct Scenario {
   // steps and oracle checks are skipped (sim/simulator.h, timing-only mode).
   bool timing_only = false;
   bool conformance = false;   // part of `collie conformance`
+  // Why torch leaves what this scenario checks unspecified (empty: torch
+  // specifies it). A library that deviates gets notes, not failures
+  // (collie's core is held to it; docs/semantics.md).
+  std::string unspecified;
   std::string feature;        // its row in the conformance matrix
   std::vector<GroupSpec> groups;
   std::vector<TensorSpec> tensors;

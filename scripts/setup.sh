@@ -7,10 +7,14 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libcli11-dev libasio-dev nlohmann-json3-dev
   librapidcheck-dev libgtest-dev libxml2-utils libssl-dev iproute2
+  # The libraries collie checks through its op-level seam (--backend mpi,
+  # --backend torch:gloo); without them those backends say they are not
+  # available and their tests skip.
+  openmpi-bin libopenmpi-dev python3-torch
 )
 # Peers for the side-by-side benchmarks (bench/); not needed for tests.
 if [[ "${COLLIE_WITH_PEERS:-0}" == "1" ]]; then
-  packages+=(libsimgrid-dev time openmpi-bin libopenmpi-dev libgloo-dev)
+  packages+=(libsimgrid-dev time libgloo-dev)
 fi
 
 missing=()

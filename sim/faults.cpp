@@ -374,4 +374,43 @@ std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan)
   return std::nullopt;
 }
 
+std::optional<std::string> fault_outside_world(const FaultPlan& plan, int world) {
+  const std::vector<std::string> args = fault_args(plan);
+  std::size_t k = 0;  // fault_args is in plan order: messages, partitions, degradations, crashes, slow, skews
+  auto out = [&](int rank) { return rank >= world || rank < -1; };
+  auto say = [&](int rank) {
+    return std::optional<std::string>((k < args.size() ? args[k] : std::string("a fault")) + " names rank " +
+                                      std::to_string(rank) + ", outside a world of " + std::to_string(world));
+  };
+  for (const auto& f : plan.messages) {
+    if (out(f.src)) return say(f.src);
+    if (out(f.dst)) return say(f.dst);
+    ++k;
+  }
+  for (const auto& p : plan.partitions) {
+    for (int r : p.a)
+      if (out(r)) return say(r);
+    for (int r : p.b)
+      if (out(r)) return say(r);
+    ++k;
+  }
+  for (const auto& d : plan.degradations) {
+    if (d.scope == LinkDegradation::Scope::kPair && (out(d.a) || out(d.b))) return say(out(d.a) ? d.a : d.b);
+    ++k;
+  }
+  for (const auto& c : plan.crashes) {
+    if (out(c.rank)) return say(c.rank);
+    ++k;
+  }
+  for (const auto& r : plan.slow) {
+    if (out(r.rank)) return say(r.rank);
+    ++k;
+  }
+  for (const auto& r : plan.skews) {
+    if (out(r.rank)) return say(r.rank);
+    ++k;
+  }
+  return std::nullopt;
+}
+
 }  // namespace collie::sim

@@ -125,6 +125,11 @@ FaultPlan random_fault_plan(std::uint64_t seed, int world, bool destructive);
 // Returns an error text instead on failure.
 std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan);
 
+// The first fault of `plan` that names a rank outside a world of `world`
+// ranks, said as "crash:rank=9 names rank 9, outside world 4"; nullopt
+// when every rank named is in the world.
+std::optional<std::string> fault_outside_world(const FaultPlan& plan, int world);
+
 // The plan as parse_fault() strings, one per fault, in plan order; parsing
 // them back gives the same plan.
 std::vector<std::string> fault_args(const FaultPlan& plan);

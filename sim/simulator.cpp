@@ -333,9 +333,12 @@ bool Simulator::out_of_cache(const FrameHeader& h) const {
   // The working set: the message, or the collective's per-rank tensor it is
   // a segment of (a ring's segments of a large tensor come from memory).
   std::uint64_t op_bytes = h.fp.op != CollectiveKind::kNone ? h.fp.count * dtype_size(h.fp.dtype) : 0;
-  // all_gather's count is its input; what it writes is n times that (n:
-  // the world here -- frames do not carry the group's size).
-  if (h.fp.op == CollectiveKind::kAllGather) op_bytes *= static_cast<std::uint64_t>(world_size_);
+  // all_gather's count is its input and reduce_scatter's its output; the
+  // other side is n times that (n: the world here -- frames do not carry
+  // the group's size). all_to_all carries no count: its message is the
+  // working set's measure.
+  if (h.fp.op == CollectiveKind::kAllGather || h.fp.op == CollectiveKind::kReduceScatter)
+    op_bytes *= static_cast<std::uint64_t>(world_size_);
   return std::max<std::uint64_t>(h.bytes, op_bytes) > model_.cache_bytes;
 }
 

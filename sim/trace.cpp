@@ -2,35 +2,16 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace collie::sim {
 
 namespace {
 
-// Microseconds with three decimals from integer nanoseconds: no floating
-// point, so the bytes never depend on the C library's formatting.
-std::string us(Nanos ns) {
-  if (ns < 0) ns = 0;
-  std::string frac = std::to_string(ns % 1000);
-  while (frac.size() < 3) frac.insert(frac.begin(), '0');
-  return std::to_string(ns / 1000) + "." + frac;
-}
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c == '\n') {
-      o += "\\n";
-    } else if (c < 0x20) {
-      o += ' ';
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o;
-}
+// Microseconds from integer nanoseconds (nlohmann writes doubles with its
+// own shortest round-trip algorithm: the bytes do not depend on the C
+// library).
+double us(Nanos ns) { return static_cast<double>(std::max<Nanos>(ns, 0)) / 1000.0; }
 
 }  // namespace
 
@@ -66,41 +47,29 @@ void TraceRecorder::message(std::uint64_t id, int src, int dst, Nanos sent, Nano
 void TraceRecorder::fault(int rank, Nanos t, const std::string& text) { faults_.push_back(Instant{rank, t, text}); }
 
 void TraceRecorder::write_chrome_json(std::ostream& out, Nanos end) const {
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  bool first = true;
-  auto sep = [&] {
-    if (!first) out << ",\n";
-    first = false;
-  };
-  for (int r = 0; r < world_; ++r) {
-    sep();
-    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << r << ",\"args\":{\"name\":\"rank " << r
-        << "\"}}";
-  }
+  using json = nlohmann::json;
+  json events = json::array();
+  for (int r = 0; r < world_; ++r)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
   for (const Slice& s : slices_) {
     const Nanos stop = s.end < 0 ? end : s.end;
-    sep();
-    out << "{\"name\":\"" << esc(s.name) << "\",\"cat\":\"" << s.cat << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << s.rank
-        << ",\"ts\":" << us(s.begin) << ",\"dur\":" << us(std::max<Nanos>(stop - s.begin, 0)) << ",\"args\":{\"op\":"
-        << s.op;
-    if (s.end < 0) out << ",\"unfinished\":true";
-    if (!s.error.empty()) out << ",\"error\":\"" << esc(s.error) << "\"";
-    out << "}}";
+    json args = {{"op", s.op}};
+    if (s.end < 0) args["unfinished"] = true;
+    if (!s.error.empty()) args["error"] = s.error;
+    events.push_back({{"name", s.name}, {"cat", s.cat}, {"ph", "X"}, {"pid", 0}, {"tid", s.rank}, {"ts", us(s.begin)},
+                      {"dur", us(std::max<Nanos>(stop - s.begin, 0))}, {"args", std::move(args)}});
   }
   for (const Message& m : messages_) {
-    sep();
-    out << "{\"name\":\"" << esc(m.label) << "\",\"cat\":\"message\",\"ph\":\"s\",\"id\":" << m.id
-        << ",\"pid\":0,\"tid\":" << m.src << ",\"ts\":" << us(m.sent) << "}";
-    sep();
-    out << "{\"name\":\"" << esc(m.label) << "\",\"cat\":\"message\",\"ph\":\"f\",\"bp\":\"e\",\"id\":" << m.id
-        << ",\"pid\":0,\"tid\":" << m.dst << ",\"ts\":" << us(m.delivered) << "}";
+    events.push_back({{"name", m.label}, {"cat", "message"}, {"ph", "s"}, {"id", m.id}, {"pid", 0}, {"tid", m.src},
+                      {"ts", us(m.sent)}});
+    events.push_back({{"name", m.label}, {"cat", "message"}, {"ph", "f"}, {"bp", "e"}, {"id", m.id}, {"pid", 0},
+                      {"tid", m.dst}, {"ts", us(m.delivered)}});
   }
-  for (const Instant& f : faults_) {
-    sep();
-    out << "{\"name\":\"" << esc(f.text) << "\",\"cat\":\"fault\",\"ph\":\"i\",\"s\":\"t\",\"pid\":0,\"tid\":"
-        << std::max(f.rank, 0) << ",\"ts\":" << us(f.t) << "}";
-  }
-  out << "\n]}\n";
+  for (const Instant& f : faults_)
+    events.push_back({{"name", f.text}, {"cat", "fault"}, {"ph", "i"}, {"s", "t"}, {"pid", 0}, {"tid", std::max(f.rank, 0)},
+                      {"ts", us(f.t)}});
+  const json trace = {{"displayTimeUnit", "ns"}, {"traceEvents", std::move(events)}};
+  out << trace.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace collie::sim

@@ -7,16 +7,21 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/task.h"
 
 namespace collie::tools {
 
 namespace {
 
-constexpr std::string_view kOps[] = {"all_reduce", "broadcast", "reduce", "all_gather",
-                                     "scatter",    "gather",    "barrier", "sendrecv"};
+constexpr std::string_view kOps[] = {"all_reduce", "broadcast",      "reduce",     "all_gather", "scatter",
+                                     "gather",     "reduce_scatter", "all_to_all", "barrier",    "sendrecv"};
+constexpr const char* kOpList =
+    "all_reduce, broadcast, reduce, all_gather, scatter, gather, reduce_scatter, all_to_all, barrier, sendrecv";
 
 bool is_list_op(std::string_view op) { return op == "all_gather" || op == "scatter" || op == "gather"; }
-bool is_reduction(std::string_view op) { return op == "all_reduce" || op == "reduce"; }
+// The buffer is cut into one chunk per rank: nccl-tests' size is the whole buffer.
+bool is_chunked(std::string_view op) { return is_list_op(op) || op == "reduce_scatter" || op == "all_to_all"; }
+bool is_reduction(std::string_view op) { return op == "all_reduce" || op == "reduce" || op == "reduce_scatter"; }
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ErrorKind::kUsage, OpContext{}, "bench: " + m); }
 
@@ -56,29 +61,33 @@ Tensor expected_input(const BenchOptions& o, int r) {
   return t;
 }
 
-// Elements of `got` whose bytes differ from `want` (one period, repeated).
-std::int64_t count_wrong(const Tensor& got, const Tensor& want) {
+// Elements [begin, begin + len) of `got` whose bytes differ from `want`
+// (one period, repeated, element `begin` of `got` at phase `phase` of it).
+std::int64_t count_wrong(const Tensor& got, const Tensor& want, std::size_t begin, std::size_t len,
+                         std::size_t phase) {
   const std::size_t es = dtype_size(got.dtype());
-  const auto* g = static_cast<const std::byte*>(got.data());
+  const auto* g = static_cast<const std::byte*>(got.data()) + begin * es;
   const auto* w = static_cast<const std::byte*>(want.data());
   std::int64_t wrong = 0;
-  for (std::size_t i = 0; i < got.count(); ++i)
-    if (std::memcmp(g + i * es, w + (i % kPeriod) * es, es) != 0) ++wrong;
+  for (std::size_t i = 0; i < len; ++i)
+    if (std::memcmp(g + i * es, w + ((phase + i) % kPeriod) * es, es) != 0) ++wrong;
   return wrong;
 }
+std::int64_t count_wrong(const Tensor& got, const Tensor& want) { return count_wrong(got, want, 0, got.count(), 0); }
 
 // The buffers of one size and the op over them.
 struct Buffers {
-  Tensor main;                     // all_reduce/broadcast/reduce: the tensor; list ops: this rank's chunk
-  Tensor recv;                     // sendrecv's receive buffer
+  Tensor main;                     // all_reduce/broadcast/reduce: the tensor; list ops: this rank's chunk;
+                                   // reduce_scatter, all_to_all: the whole input
+  Tensor recv;                     // sendrecv's receive buffer; reduce_scatter's chunk; all_to_all's output
   std::vector<Tensor> list;        // all_gather's output, scatter's/gather's list (root only)
   std::vector<TensorView> views;
 };
 
-Work collective(Communicator& c, const BenchOptions& o, Buffers& b);
+Work collective(Dist& c, const BenchOptions& o, Buffers& b);
 
 // sendrecv: a ring shift. The receive is posted first so neither side waits on the other.
-Task<void> sendrecv(Communicator& c, Buffers& b) {
+Task<void> sendrecv(Dist& c, Buffers& b) {
   const int n = c.world_size();
   std::vector<Work> w;
   w.push_back(c.irecv(b.recv, (c.rank() + n - 1) % n, 7));
@@ -88,12 +97,12 @@ Task<void> sendrecv(Communicator& c, Buffers& b) {
 
 // One iteration. Collectives are awaited directly: no coroutine frame per
 // timed op beyond the core's own.
-Task<void> issue(Communicator& c, const BenchOptions& o, Buffers& b) {
+Task<void> issue(Dist& c, const BenchOptions& o, Buffers& b) {
   if (o.op == "sendrecv") co_await sendrecv(c, b);
   else co_await collective(c, o, b);
 }
 
-Work collective(Communicator& c, const BenchOptions& o, Buffers& b) {
+Work collective(Dist& c, const BenchOptions& o, Buffers& b) {
   CollectiveOptions co;
   co.algorithm = o.algorithm;
   const std::string& op = o.op;
@@ -103,6 +112,8 @@ Work collective(Communicator& c, const BenchOptions& o, Buffers& b) {
   if (op == "all_gather") return c.all_gather(b.views, b.main, {}, co);
   if (op == "scatter") return c.scatter(b.main, o.root, b.views, {}, co);
   if (op == "gather") return c.gather(b.main, o.root, b.views, {}, co);
+  if (op == "reduce_scatter") return c.reduce_scatter_tensor(b.recv, b.main, o.reduce_op, {}, co);
+  if (op == "all_to_all") return c.all_to_all_single(b.recv, b.main, {}, {}, {}, co);
   return c.barrier({}, co);
 }
 
@@ -116,14 +127,14 @@ int auto_iters(std::uint64_t bytes) {
 double bus_factor(std::string_view op, int n) {
   const double dn = n;
   if (op == "all_reduce") return 2.0 * (dn - 1) / dn;
-  if (is_list_op(op)) return (dn - 1) / dn;
+  if (is_chunked(op)) return (dn - 1) / dn;
   if (op == "barrier") return 0;
   return 1;
 }
 
 void validate(const BenchOptions& o, int n) {
   if (std::find(std::begin(kOps), std::end(kOps), o.op) == std::end(kOps))
-    usage("unknown op '" + o.op + "' (all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier, sendrecv)");
+    usage("unknown op '" + o.op + "' (" + kOpList + ")");
   if (is_reduction(o.op))
     if (auto why = reduce_op_unsupported(o.reduce_op, o.dtype)) usage(*why);
   if (o.root < 0 || o.root >= n) usage("root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
@@ -132,7 +143,7 @@ void validate(const BenchOptions& o, int n) {
   if (o.op == "sendrecv" && n < 2) usage("sendrecv needs at least 2 ranks");
 }
 
-Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchRow>* rows) {
+Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* rows) {
   const int n = c.world_size();
   const int me = c.rank();
   const std::size_t es = dtype_size(o.dtype);
@@ -150,13 +161,15 @@ Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchR
   for (std::uint64_t want_bytes : sizes) {
     // Whole elements, and for list ops whole chunks of n.
     std::uint64_t count = want_bytes / es;
-    const std::uint64_t unit = is_list_op(o.op) ? static_cast<std::uint64_t>(n) : 1;
+    const std::uint64_t unit = is_chunked(o.op) ? static_cast<std::uint64_t>(n) : 1;
     count -= count % unit;
     if (o.op != "barrier" && count == 0) continue;
-    const std::uint64_t chunk = is_list_op(o.op) ? count / unit : count;
+    const std::uint64_t chunk = is_chunked(o.op) ? count / unit : count;
+    const bool whole_input = o.op == "reduce_scatter" || o.op == "all_to_all";
     Buffers b;
-    b.main = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
-    if (o.op == "sendrecv") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
+    b.main = Tensor(o.dtype, {static_cast<std::int64_t>(whole_input ? count : chunk)});
+    if (o.op == "sendrecv" || o.op == "reduce_scatter") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
+    if (o.op == "all_to_all") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(count)});
     if (is_list_op(o.op) && (!root_only_list || me == o.root)) {
       for (int r = 0; r < n; ++r) b.list.emplace_back(o.dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(chunk)});
       for (auto& t : b.list) b.views.push_back(t);
@@ -164,13 +177,13 @@ Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchR
     const int iters = o.iters > 0 ? o.iters : auto_iters(count * es);
     for (int i = 0; i < o.warmup_iters; ++i) co_await issue(c, o, b);
     co_await c.barrier();
-    const Nanos t0 = c.transport().now();
+    const Nanos t0 = c.executor().now();
     if (o.op == "sendrecv") {
       for (int i = 0; i < iters; ++i) co_await sendrecv(c, b);
     } else {
       for (int i = 0; i < iters; ++i) co_await collective(c, o, b);
     }
-    const Nanos t1 = c.transport().now();
+    const Nanos t1 = c.executor().now();
     Tensor slowest(DType::kFloat64, {1});
     slowest.set(0, static_cast<double>(t1 - t0) / iters);
     co_await c.all_reduce(slowest, ReduceOp::kMax);
@@ -192,6 +205,12 @@ Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchR
       else if (o.op == "broadcast") bad = count_wrong(b.main, expected_input(o, o.root));
       else if (o.op == "scatter") bad = count_wrong(b.main, expected_input(o, me));
       else if (o.op == "sendrecv") bad = count_wrong(b.recv, expected_input(o, (me + n - 1) % n));
+      else if (o.op == "reduce_scatter")  // this rank's chunk of the reduced whole
+        bad = count_wrong(b.recv, expected_reduction(o, n), 0, chunk, static_cast<std::size_t>(me) * chunk);
+      else if (o.op == "all_to_all")  // block r: rank r's chunk `me`
+        for (int r = 0; r < n; ++r)
+          bad += count_wrong(b.recv, expected_input(o, r), static_cast<std::size_t>(r) * chunk, chunk,
+                             static_cast<std::size_t>(me) * chunk);
       else if (o.op == "all_gather" || (o.op == "gather" && me == o.root))
         for (int r = 0; r < n; ++r) bad += count_wrong(b.list[static_cast<std::size_t>(r)], expected_input(o, r));
       Tensor total(DType::kInt64, {1});
@@ -244,6 +263,86 @@ void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const st
   out << "# Out of bounds values : " << wrong << (wrong ? " FAILED" : " OK") << "\n";
   std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %.3f GB/s\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
   out << line << "#\n";
+}
+
+std::string rows_to_json(const std::vector<BenchRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows)
+    j.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters}, {"time_us", r.time_us},
+                 {"algbw_GBps", r.algbw_GBps}, {"busbw_GBps", r.busbw_GBps}, {"wrong", r.wrong}});
+  return j.dump(1);
+}
+
+std::vector<BenchRow> rows_from_json(const std::string& text) {
+  std::vector<BenchRow> rows;
+  for (const auto& e : nlohmann::json::parse(text)) {
+    BenchRow r;
+    r.bytes = e.at("bytes").get<std::uint64_t>();
+    r.count = e.at("count").get<std::uint64_t>();
+    r.iters = e.at("iters").get<int>();
+    r.time_us = e.at("time_us").get<double>();
+    r.algbw_GBps = e.at("algbw_GBps").get<double>();
+    r.busbw_GBps = e.at("busbw_GBps").get<double>();
+    r.wrong = e.at("wrong").get<std::int64_t>();
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+nlohmann::json bench_options_to_json(const BenchOptions& o) {
+  return nlohmann::json{{"op", o.op},
+                        {"min_bytes", o.min_bytes},
+                        {"max_bytes", o.max_bytes},
+                        {"step_factor", o.step_factor},
+                        {"sizes", o.sizes},
+                        {"iters", o.iters},
+                        {"warmup_iters", o.warmup_iters},
+                        {"dtype", std::string(dtype_name(o.dtype))},
+                        {"reduce_op", std::string(reduce_op_name(o.reduce_op))},
+                        {"algorithm", o.algorithm == Algorithm::kAuto ? std::string("auto") : std::string(algorithm_name(o.algorithm))},
+                        {"root", o.root},
+                        {"check", o.check}};
+}
+
+BenchOptions bench_options_from_json(const nlohmann::json& j) {
+  BenchOptions o;
+  o.op = j.value("op", o.op);
+  o.min_bytes = j.value("min_bytes", o.min_bytes);
+  o.max_bytes = j.value("max_bytes", o.max_bytes);
+  o.step_factor = j.value("step_factor", o.step_factor);
+  o.sizes = j.value("sizes", o.sizes);
+  o.iters = j.value("iters", o.iters);
+  o.warmup_iters = j.value("warmup_iters", o.warmup_iters);
+  if (auto d = parse_dtype(j.value("dtype", "float32"))) o.dtype = *d;
+  if (auto r = parse_reduce_op(j.value("reduce_op", "SUM"))) o.reduce_op = *r;
+  const std::string alg = j.value("algorithm", "auto");
+  if (alg != "auto")
+    if (auto a = parse_algorithm(alg)) o.algorithm = *a;
+  o.root = j.value("root", 0);
+  o.check = j.value("check", true);
+  return o;
+}
+
+nlohmann::json bench_in_this_rank(Dist& dist, const nlohmann::json& options) {
+  const BenchOptions o = bench_options_from_json(options);
+  validate(o, dist.world_size());
+  std::vector<BenchRow> rows;
+  std::exception_ptr failed;
+  bool done = false;
+  SpawnRegistry spawned;
+  auto body = [](Dist& d, const BenchOptions& opts, std::vector<BenchRow>& out, std::exception_ptr& err,
+                 bool& finished) -> Spawned {
+    try {
+      co_await bench_rank(d, opts, &out);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    finished = true;
+  };
+  spawned.spawn(body(dist, o, rows, failed, done));
+  dist.executor().run_until([&] { return done; }, std::nullopt);
+  if (failed) std::rethrow_exception(failed);
+  return nlohmann::json::parse(rows_to_json(rows));
 }
 
 }  // namespace collie::tools

@@ -10,10 +10,12 @@
 //
 //   algbw = bytes / time
 //   busbw = algbw * factor, the factor of nccl-tests' PERFORMANCE.md:
-//     all_reduce 2(n-1)/n; all_gather, scatter, gather (n-1)/n;
-//     broadcast, reduce, sendrecv 1; barrier 0.
+//     all_reduce 2(n-1)/n; all_gather, scatter, gather, reduce_scatter,
+//     all_to_all (n-1)/n; broadcast, reduce, sendrecv 1; barrier 0.
 // `bytes` is the whole buffer, as in nccl-tests: for all_gather, scatter and
-// gather the n-chunk list (each rank's chunk is bytes/n).
+// gather the n-chunk list, for reduce_scatter the input and for all_to_all
+// each side (each rank's chunk is bytes/n). reduce_scatter and all_to_all
+// run as reduce_scatter_tensor and all_to_all_single.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/algorithm.h"
-#include "core/communicator.h"
+#include "core/dist.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"
 #include "core/task.h"
@@ -31,8 +35,9 @@
 namespace collie::tools {
 
 struct BenchOptions {
-  // all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier,
-  // sendrecv (each rank sends to rank+1 and receives from rank-1).
+  // all_reduce, broadcast, reduce, all_gather, scatter, gather,
+  // reduce_scatter, all_to_all, barrier, sendrecv (each rank sends to
+  // rank+1 and receives from rank-1).
   std::string op = "all_reduce";
   std::uint64_t min_bytes = 8;
   std::uint64_t max_bytes = 64ull << 20;
@@ -66,7 +71,19 @@ double bus_factor(std::string_view op, int n);
 
 // Runs the benchmark on this rank; every rank of the world must call it with
 // the same options. On rank 0, `rows` receives one row per size.
-Task<void> bench_rank(Communicator& c, const BenchOptions& o, std::vector<BenchRow>* rows);
+Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* rows);
+
+// Runs bench_rank on `dist`'s rank to completion, with options as JSON
+// (bench_options_to_json); returns rank 0's rows as JSON (others: []).
+// What a process job's worker does for {"t":"bench"}.
+nlohmann::json bench_in_this_rank(Dist& dist, const nlohmann::json& options);
+nlohmann::json bench_options_to_json(const BenchOptions& o);
+BenchOptions bench_options_from_json(const nlohmann::json& j);
+
+// Rows as JSON ([{bytes, count, iters, time_us, algbw_GBps, busbw_GBps,
+// wrong}, ...]) and back.
+std::string rows_to_json(const std::vector<BenchRow>& rows);
+std::vector<BenchRow> rows_from_json(const std::string& text);
 
 // The nccl-tests-style table, ending with the average bus bandwidth.
 // `what` is the header's description of the backend and world.

@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/tcp/process_group.h"
 #include "core/error.h"
 #include "core/local_world.h"
 #include "scenario/loader.h"
-#include "tools/launch.h"
+#include "sim/simulation_options.h"
 
 namespace collie::tools {
 
@@ -78,6 +78,31 @@ int run_as_rank(const BenchCommand& c) {
   return any_wrong(rows) ? kExitFailed : kExitOk;
 }
 
+// Every rank's timed loop in its own process (a process job), the table
+// printed here.
+int run_as_processes(const BenchCommand& c, const BackendInfo& info) {
+  JobOptions jo;
+  jo.world_size = c.nranks;
+  jo.seed = c.seed;
+  std::vector<BenchRow> rows;
+  std::string implementation;
+  try {
+    auto job = start_job(info, jo, true);
+    implementation = job->implementation();
+    rows = rows_from_json(job->bench_in_ranks(bench_options_to_json(c.bench).dump()));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kUsage) throw;
+    std::cerr << "collie bench: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  print_bench_table(std::cout, c.bench, c.nranks,
+                    "backend " + c.backend + " (" + implementation + "): " + std::to_string(c.nranks) +
+                        " processes, each timing its own ops, wall time",
+                    rows);
+  write_rows(c, rows);
+  return any_wrong(rows) ? kExitFailed : kExitOk;
+}
+
 int run_in_process(const BenchCommand& c) {
   const BackendInfo* info = BackendRegistry::builtin().find(c.backend);
   std::uint64_t events = 0;
@@ -117,52 +142,20 @@ int run_in_process(const BenchCommand& c) {
 
 std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string& backend, int nranks,
                                        std::uint64_t seed, const sim::NetworkModel& network, std::uint64_t* events) {
-  const BackendInfo* info = BackendRegistry::builtin().find(backend);
-  if (!info) {
-    std::string names;
-    for (const auto& n : BackendRegistry::builtin().names()) names += (names.empty() ? "" : ", ") + n;
-    throw Error(ErrorKind::kUsage, OpContext{}, "bench: unknown backend '" + backend + "' (available: " + names + ")");
-  }
-  BackendOptions bo;
-  bo.world_size = nranks;
-  bo.seed = seed;
-  bo.network = network;
-  auto be = info->create(bo);
-  std::vector<Transport*> ts;
-  for (int r = 0; r < nranks; ++r) ts.push_back(&be->transport(r));
-  CommunicatorOptions co;
-  co.eager_threshold_bytes = network.eager_threshold_bytes;
-  co.observer = be->observer();
-  LocalWorld world(ts, co);
+  const BackendInfo& info = BackendRegistry::builtin().require(backend);
+  JobOptions jo;
+  jo.world_size = nranks;
+  jo.seed = seed;
+  jo.eager_threshold_bytes = network.eager_threshold_bytes;
+  sim::SimulationOptions simulation;
+  simulation.network = network;
+  if (info.simulated) jo.simulation = &simulation;
+  auto job = start_job(info, jo, false);
   std::vector<BenchRow> rows;
-  RunResult res = world.run([&](Communicator& comm) { return bench_rank(comm, o, &rows); },
-                            RunContext{"seed " + std::to_string(seed), "", {}, {}});
+  RunResult res = job->run([&](Dist& d) { return bench_rank(d, o, &rows); },
+                           RunContext{"seed " + std::to_string(seed), "", {}, {}});
   if (!res.ok()) throw Error(ErrorKind::kTransport, OpContext{}, res.describe());
-  if (events) *events = be->events();
-  return rows;
-}
-
-std::string rows_to_json(const std::vector<BenchRow>& rows) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& r : rows)
-    j.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters}, {"time_us", r.time_us},
-                 {"algbw_GBps", r.algbw_GBps}, {"busbw_GBps", r.busbw_GBps}, {"wrong", r.wrong}});
-  return j.dump(1);
-}
-
-std::vector<BenchRow> rows_from_json(const std::string& text) {
-  std::vector<BenchRow> rows;
-  for (const auto& e : nlohmann::json::parse(text)) {
-    BenchRow r;
-    r.bytes = e.at("bytes").get<std::uint64_t>();
-    r.count = e.at("count").get<std::uint64_t>();
-    r.iters = e.at("iters").get<int>();
-    r.time_us = e.at("time_us").get<double>();
-    r.algbw_GBps = e.at("algbw_GBps").get<double>();
-    r.busbw_GBps = e.at("busbw_GBps").get<double>();
-    r.wrong = e.at("wrong").get<std::int64_t>();
-    rows.push_back(r);
-  }
+  if (events) *events = job->events();
   return rows;
 }
 
@@ -186,8 +179,8 @@ std::uint64_t parse_size(const std::string& text) {
 
 CLI::App* add_bench_command(CLI::App& app, BenchCommand& c) {
   auto* b = app.add_subcommand("bench", "time one op over a range of sizes (nccl-tests-style table)");
-  b->add_option("--backend", c.backend, "sim (virtual time), tcp (real processes), or a plugin");
-  b->add_option("--op", c.bench.op, "all_reduce, broadcast, reduce, all_gather, scatter, gather, barrier, sendrecv");
+  b->add_option("--backend", c.backend, "sim (virtual time), tcp (real processes), mpi, torch:NAME, or a plugin");
+  b->add_option("--op", c.bench.op, "all_reduce, broadcast, reduce, all_gather, scatter, gather, reduce_scatter, all_to_all, barrier, sendrecv");
   b->add_option("-n,--nranks", c.nranks, "number of ranks")->check(CLI::Range(1, 1 << 20));
   b->add_option("-b,--min-bytes", c.min_bytes, "smallest size (default 8; K, M, G suffixes)");
   b->add_option("-e,--max-bytes", c.max_bytes, "largest size (default 64M)");
@@ -206,7 +199,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& c) {
   b->add_option("--inter-alpha-us", c.network.inter.alpha_us, "sim: latency between nodes");
   b->add_option("--inter-GBps", c.network.inter.bandwidth_GBps, "sim: bandwidth between nodes");
   b->add_option("--reduce-GBps", c.network.reduce_GBps, "sim: reduction throughput per rank");
-  b->add_option("--backend-plugin", c.plugins, "load a backend plugin (a shared library); repeatable");
+  c.flags.add_to(*b);
   b->add_option("--sizes", c.sizes, "exactly these sizes, comma-separated (e.g. 8,64K,1M), instead of -b/-e/-f");
   b->add_option("--profile", c.profile, "sim: simulate this network profile (written by collie calibrate)")
       ->check(CLI::ExistingFile);
@@ -215,20 +208,14 @@ CLI::App* add_bench_command(CLI::App& app, BenchCommand& c) {
   return b;
 }
 
-int run_bench_command(BenchCommand& c, int argc, char** argv) {
+int run_bench_command(BenchCommand& c) {
   try {
     resolve(c);
-    for (const auto& p : c.plugins) BackendRegistry::builtin().load_plugin(p);
-    if (c.backend != "tcp") return run_in_process(c);
+    if (const int rc = c.flags.apply()) return rc;
     if (c.as_rank) return run_as_rank(c);
-    // Relaunch this command as N processes, each one rank.
-    LaunchOptions lo;
-    lo.nprocs = c.nranks;
-    lo.prefix = false;
-    lo.command.push_back(self_executable());
-    for (int i = 1; i < argc; ++i) lo.command.emplace_back(argv[i]);
-    lo.command.emplace_back("--as-rank");
-    return launch(lo);
+    const BackendInfo& info = BackendRegistry::builtin().require(c.backend);
+    if (info.start && (!info.create || c.backend == "tcp")) return run_as_processes(c, info);
+    return run_in_process(c);
   } catch (const Error& e) {
     std::cerr << "collie " << e.what() << "\n";
     return e.kind() == ErrorKind::kUsage ? kExitInvalid : kExitFailed;

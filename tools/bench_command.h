@@ -4,14 +4,19 @@
 //       every rank in this process on the simulator; times are virtual.
 //   collie bench --backend tcp -n 4 --op all_gather
 //       four real processes on this host (collie launch), wall time.
+//   collie bench --backend mpi -n 4 / --backend torch:gloo -n 4
+//       one process per rank, each timing its own ops with the library.
 //   other in-process backends (plugins) run like sim, in wall time.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/dist.h"
 #include "sim/network_model.h"
+#include "tools/backend_flags.h"
 #include "tools/bench.h"
 
 namespace collie::tools {
@@ -29,24 +34,20 @@ struct BenchCommand {
   std::string profile;          // sim: the network profile to simulate (collie calibrate)
   std::string rows_json;        // write the rows as JSON here (rank 0), for collie calibrate
   bool as_rank = false;  // internal: this process is one rank of a launched tcp job
-  std::vector<std::string> plugins;
+  BackendFlags flags;
 };
 
 // Registers the subcommand and its options on `app`.
 CLI::App* add_bench_command(CLI::App& app, BenchCommand& cmd);
 
-// Runs it; `argv` is the collie command line (relaunched for tcp ranks).
+// Runs it: process backends (tcp, mpi, torch:*) as a job whose ranks each
+// time their own ops, in-process backends here.
 // Returns collie's exit code (0 ok, 1 a rank failed or a result was wrong,
 // 2 bad usage).
-int run_bench_command(BenchCommand& cmd, int argc, char** argv);
+int run_bench_command(BenchCommand& cmd);
 
 // "8", "64K", "1M", "2G" (powers of 1024); throws Error(kUsage) otherwise.
 std::uint64_t parse_size(const std::string& text);
-
-// Rows as JSON ([{bytes, count, iters, time_us, algbw_GBps, busbw_GBps,
-// wrong}, ...]) and back.
-std::string rows_to_json(const std::vector<BenchRow>& rows);
-std::vector<BenchRow> rows_from_json(const std::string& text);
 
 // Runs the benchmark on every rank of an in-process backend (the simulator
 // by default) and returns rank 0's rows; throws Error when a rank fails.

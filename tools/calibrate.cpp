@@ -21,6 +21,7 @@
 #include "tools/bench.h"
 #include "tools/bench_command.h"
 #include "tools/exchange_fit.h"
+#include "tools/network_profile.h"
 #include "tools/launch.h"
 
 namespace collie::tools {
@@ -213,37 +214,20 @@ sim::NetworkModel fit_profile(const CalibrationSeries& cal) {
 
 void write_profile(const CalibrateCommand& c, const CalibrationSeries& cal, const sim::NetworkModel& m) {
   const auto& rows = cal.exchange.best;
+  std::vector<std::pair<std::uint64_t, double>> exchange_us;
+  for (const auto& r : rows) exchange_us.emplace_back(r.bytes, r.time_us);
+  const std::string yaml = network_profile_yaml(m, exchange_us, c.backend, host_name() + ", " + now_text());
   std::ofstream out(c.output, std::ios::binary);
-  out << "# collie network profile, measured by `collie calibrate --backend " << c.backend << "`\n"
-      << "# on " << host_name() << ", " << now_text() << ". Scenarios use it with\n"
-      << "# network: {profile: FILE}; collie run --profile FILE; collie bench --backend sim --profile FILE.\n"
-      << "version: 1\n"
-      << "backend: " << c.backend << "\n"
-      << "measured:\n"
-      << "  # time of one exchange between 2 ranks (each sends to the other), microseconds\n"
-      << "  exchange_us: {";
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    out << (i ? ", " : "") << rows[i].bytes << ": " << rows[i].time_us;
-  out << "}\n"
-      << "network:\n"
-      << "  ranks_per_node: 0\n"
-      << "  cpu_bound: true\n"
-      << "  cores_per_node: " << m.cores_per_node << "\n"
-      << "  overhead_us: " << m.overhead_us << "\n"
-      << "  oversubscribed_cpu_factor: " << m.oversubscribed_cpu_factor << "\n"
-      << "  intra: {alpha_us: " << m.intra.alpha_us << ", bandwidth_GBps: " << m.intra.bandwidth_GBps << "}\n"
-      << "  inter: {alpha_us: " << m.inter.alpha_us << ", bandwidth_GBps: " << m.inter.bandwidth_GBps << "}\n"
-      << "  reduce_GBps: " << m.reduce_GBps << "\n"
-      << "  cache_bytes: " << m.cache_bytes << "\n"
-      << "  memory_bandwidth_GBps: " << m.memory_bandwidth_GBps << "\n"
-      << "  memory_reduce_GBps: " << m.memory_reduce_GBps << "\n"
-      << "  eager_threshold_bytes: " << m.eager_threshold_bytes << "\n"
-      << "  jitter: 0\n";
+  out << yaml;
   if (!out) throw Error(ErrorKind::kUsage, OpContext{}, "calibrate: cannot write " + c.output);
+  // memory_reduce_GBps 0 means "as reduce_GBps": say so rather than "0.00 GB/s".
+  char memory_reduce[64];
+  if (m.memory_reduce_GBps > 0) std::snprintf(memory_reduce, sizeof memory_reduce, "%.2f GB/s", m.memory_reduce_GBps);
+  else std::snprintf(memory_reduce, sizeof memory_reduce, "as in cache");
   std::printf("# overhead %.2f us per message (CPU costs x%.3f with more ranks than cores), alpha %.2f us, bandwidth %.3f GB/s,"
-              " reduce %.2f GB/s, %d cores; above %zu B: bandwidth %.3f GB/s, reduce %.2f GB/s -> %s\n",
+              " reduce %.2f GB/s, %d cores; above %zu B: bandwidth %.3f GB/s, reduce %s -> %s\n",
               m.overhead_us, m.oversubscribed_cpu_factor, m.intra.alpha_us, m.intra.bandwidth_GBps, m.reduce_GBps,
-              m.cores_per_node, m.cache_bytes, m.memory_bandwidth_GBps, m.memory_reduce_GBps, c.output.c_str());
+              m.cores_per_node, m.cache_bytes, m.memory_bandwidth_GBps, memory_reduce, c.output.c_str());
 }
 
 // The collectives being validated: each op at each world over --sizes.

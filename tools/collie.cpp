@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <limits>
@@ -18,7 +21,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backends/backend.h"
+#include "backends/job.h"
+#include "backends/registry.h"
+#include "backends/torch/torch_backend.h"
 #include "conformance/suite.h"
 #include "core/error.h"
 #include "scenario/loader.h"
@@ -27,7 +32,9 @@
 #include "sim/faults.h"
 #include "tools/bench_command.h"
 #include "tools/calibrate.h"
+#include "tools/backend_flags.h"
 #include "tools/launch.h"
+#include "tools/worker_command.h"
 
 #ifndef COLLIE_SCENARIO_DIR
 #define COLLIE_SCENARIO_DIR "scenarios"
@@ -68,7 +75,7 @@ void print_result(const ScenarioResult& r, int verbosity) {
     }
   }
   std::ostringstream s;
-  s << (r.passed ? "PASS " : "FAIL ") << r.file << " (" << r.name << "): " << r.outcome << "; world " << r.world
+  s << (r.skipped ? "SKIP " : r.passed ? "PASS " : "FAIL ") << r.file << " (" << r.name << "): " << r.outcome << "; world " << r.world
     << "; backend " << r.backend;
   if (r.simulated) s << "; virtual time " << r.virtual_time << " ns; trace " << hex(r.trace_hash);
   if (r.timing_only) {
@@ -86,8 +93,16 @@ void print_result(const ScenarioResult& r, int verbosity) {
     s << "; " << r.events << " events in " << std::fixed << std::setprecision(2) << r.wall_seconds << " s ("
       << rate.str() << " M events/s)";
   }
+  if (!r.implementation.empty() && !r.simulated) s << "; " << r.implementation;
   std::cout << s.str() << "\n";
-  if (!r.passed) {
+  if (r.skipped) std::cout << "    skipped: " << r.skip_reason << "\n";
+  for (const auto& l : r.fault_report) std::cout << "    " << l << "\n";
+  for (const auto& n : r.notes) {
+    std::istringstream lines("note: " + n);
+    std::string l;
+    while (std::getline(lines, l)) std::cout << "    " << l << "\n";
+  }
+  if (!r.passed && !r.skipped) {
     bool replay_shown = false;
     for (const auto& f : r.failures) {
       replay_shown = replay_shown || f.find("\nreplay: ") != std::string::npos;
@@ -109,6 +124,11 @@ nlohmann::json to_json(const ScenarioResult& r) {
   j["file"] = r.file;
   j["name"] = r.name;
   j["passed"] = r.passed;
+  j["skipped"] = r.skipped;
+  if (r.skipped) j["skip_reason"] = r.skip_reason;
+  j["notes"] = r.notes;
+  if (!r.fault_report.empty()) j["fault_report"] = r.fault_report;
+  j["implementation"] = r.implementation;
   j["outcome"] = r.outcome;
   j["detail"] = r.detail;
   j["failures"] = r.failures;
@@ -141,6 +161,34 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
+// Flag values, checked as written: "--seed -1" is not 2^64 - 1, and
+// "--timeout-us 0" is not "no timeout".
+const CLI::Validator kWholeNumber(
+    [](std::string& v) -> std::string {
+      return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 20
+                 ? std::string()
+                 : "'" + v + "' is not a whole number >= 0";
+    },
+    "WHOLE NUMBER");
+const CLI::Validator kPositiveNumber(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      return end != v.c_str() && *end == '\0' && x > 0 && std::isfinite(x) ? std::string()
+                                                                           : "'" + v + "' is not a number > 0";
+    },
+    "NUMBER > 0");
+
+// Whether `path` can be written (an output file given on the command line),
+// checked before anything runs; prints why not.
+bool writable(const char* flag, const std::string& path) {
+  if (path.empty()) return true;
+  std::ofstream f(path, std::ios::binary | std::ios::app);
+  if (f) return true;
+  std::cerr << "collie: " << flag << " " << path << ": cannot write it (" << std::strerror(errno) << ")\n";
+  return false;
+}
+
 // Loads a scenario, or prints its file:line:column error and returns false.
 bool load_or_report(const std::string& file, collie::scenario::Scenario& out) {
   try {
@@ -150,18 +198,6 @@ bool load_or_report(const std::string& file, collie::scenario::Scenario& out) {
     std::cerr << e.what() << "\n";
     return false;
   }
-}
-
-int load_plugins(const std::vector<std::string>& plugins) {
-  for (const auto& p : plugins) {
-    try {
-      collie::BackendRegistry::builtin().load_plugin(p);
-    } catch (const collie::Error& e) {
-      std::cerr << "collie: " << e.detail() << "\n";
-      return kExitInvalid;
-    }
-  }
-  return kExitOk;
 }
 
 }  // namespace
@@ -180,16 +216,17 @@ int main(int argc, char** argv) {
   bool json = false, quiet = false;
   int verbose = 0;
   std::string junit;
-  std::vector<std::string> plugins;
-  run->add_option("files", files, "scenario files (YAML)")->required()->check(CLI::ExistingFile);
+  collie::tools::BackendFlags flags;
+  run->add_option("files", files, "scenario files (YAML)")->required();
   run->add_option("--backend", backend, "backend to run on (default: the scenario's, else sim)");
-  auto* seed_opt = run->add_option("--seed", seed, "seed of every random choice (default: the scenario's)");
+  auto* seed_opt = run->add_option("--seed", seed, "seed of every random choice (default: the scenario's)")
+                       ->check(kWholeNumber);
   auto* world_opt = run->add_option("--world", world, "override the world size")->check(CLI::Range(1, 1 << 20));
   run->add_flag("--json", json, "print results as JSON instead of text");
   run->add_option("--junit", junit, "write a JUnit XML report to this file");
   run->add_flag("-q,--quiet", quiet, "print only the summary lines");
   run->add_flag("-v,--verbose", verbose, "prefix output lines with rank and virtual time; show expected errors");
-  run->add_option("--backend-plugin", plugins, "load a backend plugin (a shared library); repeatable");
+  flags.add_to(*run);
   std::vector<std::string> fault_args;
   std::string trace_path, dot_path;
   double timeout_us = 0;
@@ -199,11 +236,17 @@ int main(int argc, char** argv) {
                   "inject a fault, e.g. drop:src=0,dst=1,nth=3  crash:rank=2,at_us=30  (docs/faults.md); repeatable");
   auto* random_opt = run->add_option("--random-faults", random_faults, "add the random fault profile of this seed");
   run->add_flag("--destructive", destructive, "with --random-faults: also drops, partitions and crashes");
-  auto* timeout_opt = run->add_option("--timeout-us", timeout_us, "every op times out after this much virtual time");
+  auto* timeout_opt = run->add_option("--timeout-us", timeout_us,
+                                      "every op's timeout (virtual time on the simulator); on real backends a run "
+                                      "that makes no progress this long is a hang (default 60 s)")
+                          ->check(kPositiveNumber);
+  bool strict = false;
+  run->add_flag("--strict", strict,
+                "a library's differences where torch leaves the behaviour unspecified fail the run (they are notes "
+                "otherwise; collie's own core is always held to them)");
   run->add_option("--trace", trace_path, "write a Chrome trace (Perfetto) of the run to this file");
   run->add_option("--report-dot", dot_path, "write the wait-for graph (Graphviz) here when the run deadlocks");
   bool in_process = false;
-  std::string rank_report;
   run->add_flag("--in-process", in_process,
                 "with --backend tcp: every rank in this process over real sockets, instead of one process per rank");
   std::string profile_path;
@@ -214,7 +257,6 @@ int main(int argc, char** argv) {
   run->add_flag("--timing-only", timing_only,
                 "simulate costs only: tensors get no memory; print/expect/update steps and result checks are skipped "
                 "(for worlds of thousands of ranks and large messages)");
-  run->add_option("--rank-report", rank_report, "internal: run as one rank process and report to this folder")->group("");
 
   // validate
   auto* validate = app.add_subcommand("validate", "parse and check scenario files without running them");
@@ -226,18 +268,26 @@ int main(int argc, char** argv) {
   // conformance
   auto* conf = app.add_subcommand("conformance", "run the conformance suite on a backend");
   std::string cbackend = "sim", cjunit, filter;
-  std::vector<std::string> cplugins, dirs;
+  std::vector<std::string> dirs;
+  collie::tools::BackendFlags cflags;
   int cases = 20;
   std::uint64_t cseed = 1;
   bool cquiet = false;
   conf->add_option("--backend", cbackend, "backend under test")->required();
   conf->add_option("--junit", cjunit, "write a JUnit XML report to this file");
   conf->add_option("--filter", filter, "only cases whose feature/name matches this regular expression");
-  conf->add_option("--backend-plugin", cplugins, "load a backend plugin (a shared library); repeatable");
+  cflags.add_to(*conf);
   conf->add_option("--scenarios", dirs, "folders of scenarios (default: " COLLIE_SCENARIO_DIR ")");
   conf->add_option("--cases", cases, "generated property cases per feature")->check(CLI::Range(0, 100000));
-  conf->add_option("--seed", cseed, "seed of the generated cases");
+  conf->add_option("--seed", cseed, "seed of the generated cases")->check(kWholeNumber);
   conf->add_flag("-q,--quiet", cquiet, "no progress display");
+  bool cprocesses = false, cstrict = false;
+  double ctimeout_us = 0;
+  conf->add_flag("--processes", cprocesses, "with --backend tcp: one process per rank instead of every rank in this process");
+  conf->add_flag("--strict", cstrict, "a library's differences where torch is silent fail the suite (notes otherwise)");
+  conf->add_option("--timeout-us", ctimeout_us,
+                   "process backends: a case that makes no progress this long hangs (default 20 s)")
+      ->check(kPositiveNumber);
 
   // fuzz
   auto* fuzz = app.add_subcommand("fuzz", "run a scenario over many seeds with random fault profiles");
@@ -249,7 +299,8 @@ int main(int argc, char** argv) {
   fuzz->add_flag("--destructive", fdestructive, "profiles may also drop, partition and crash");
   fuzz->add_flag("--shrink", fshrink, "reduce the first failure to a minimal scenario and write it out");
   fuzz->add_option("--out", fout, "where --shrink writes (default: FILE.shrunk.yaml)");
-  auto* ftimeout_opt = fuzz->add_option("--timeout-us", ftimeout_us, "every op times out after this much virtual time");
+  auto* ftimeout_opt = fuzz->add_option("--timeout-us", ftimeout_us, "every op times out after this much virtual time")
+                           ->check(kPositiveNumber);
   fuzz->add_flag("-q,--quiet", fquiet, "no progress display");
 
   // explore
@@ -284,10 +335,15 @@ int main(int argc, char** argv) {
   collie::tools::CalibrateCommand cc;
   auto* calibrate = collie::tools::add_calibrate_command(app, cc);
 
+  // worker (internal): one rank of a process job
+  auto* worker = app.add_subcommand("worker", "internal: serve one rank's ops to a collie controller")->group("");
+  std::string wbackend = "tcp";
+  worker->add_option("--backend", wbackend, "the backend this worker runs the ops with")->check(CLI::IsMember({"tcp"}));
+
   // backends
   auto* backends = app.add_subcommand("backends", "list the backends and how each is selected");
-  std::vector<std::string> bplugins;
-  backends->add_option("--backend-plugin", bplugins, "also load these plugins");
+  collie::tools::BackendFlags bflags;
+  bflags.add_to(*backends);
 
   try {
     app.parse(argc, argv);
@@ -296,7 +352,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitInvalid;
   }
 
-  if (*bench) return collie::tools::run_bench_command(bc, argc, argv);
+  if (*worker) return collie::tools::run_tcp_worker();
+  if (*bench) return collie::tools::run_bench_command(bc);
   if (*calibrate) return collie::tools::run_calibrate_command(cc);
 
   if (*launch) {
@@ -306,12 +363,19 @@ int main(int argc, char** argv) {
   }
 
   if (*backends) {
-    if (int rc = load_plugins(bplugins)) return rc;
-    for (const auto* b : collie::BackendRegistry::builtin().list()) {
+    if (int rc = bflags.apply()) return rc;
+    const auto& reg = collie::BackendRegistry::builtin();
+    for (const auto* b : reg.list()) {
       std::cout << b->name << (b->simulated ? "  (simulated)" : "") << "\n    " << b->description
                 << "\n    select: " << b->selection << "\n";
+      if (b->unavailable)
+        if (auto why = b->unavailable()) std::cout << "    not available here: " << *why << "\n";
     }
-    std::cout << "out of tree: --backend-plugin LIB.so adds a backend (see docs/backends.md)\n";
+    for (const auto& f : reg.families()) {
+      std::cout << f.prefix << ":NAME\n    " << f.description << "\n    select: " << f.selection << "\n";
+      if (f.prefix == "torch") std::cout << "    here: " << collie::torch::probe() << "\n";
+    }
+    std::cout << "out of tree: --backend-plugin LIB.so adds a transport (see docs/backends.md)\n";
     return kExitOk;
   }
 
@@ -319,8 +383,9 @@ int main(int argc, char** argv) {
     int rc = kExitOk;
     for (const auto& f : vfiles) {
       try {
-        auto s = collie::scenario::load_file(f);
-        if (*vworld_opt) collie::scenario::set_world(s, vworld);
+        collie::scenario::LoadOverrides vo;
+        if (*vworld_opt) vo.world = vworld;
+        auto s = collie::scenario::load_file(f, vo);
         std::cout << "ok " << f << " (" << s.name << ")\n";
       } catch (const collie::scenario::ScenarioError& e) {
         std::cout << e.what() << "\n";
@@ -331,14 +396,16 @@ int main(int argc, char** argv) {
   }
 
   if (*run) {
-    if (int rc = load_plugins(plugins)) return rc;
+    if (int rc = flags.apply()) return rc;
     Progress progress;
     progress.on = !quiet && !json && isatty(STDERR_FILENO) && files.size() > 1;
     std::vector<collie::scenario::Scenario> scenarios;
     int rc = kExitOk;
+    collie::scenario::LoadOverrides overrides;
+    if (*world_opt) overrides.world = world;
     for (const auto& f : files) {
       try {
-        scenarios.push_back(collie::scenario::load_file(f));
+        scenarios.push_back(collie::scenario::load_file(f, overrides));
       } catch (const collie::scenario::ScenarioError& e) {
         std::cerr << e.what() << "\n";
         rc = kExitInvalid;
@@ -348,8 +415,9 @@ int main(int argc, char** argv) {
     collie::scenario::RunOptions ro;
     ro.backend = backend;
     if (*seed_opt) ro.seed = seed;
-    if (*world_opt) ro.world = world;
     ro.timing_only = timing_only;
+    ro.strict = strict;
+    ro.replay_flags = flags.replay();
     if (!profile_path.empty()) {
       try {
         ro.network = collie::scenario::load_profile(profile_path);
@@ -359,8 +427,35 @@ int main(int argc, char** argv) {
         return kExitInvalid;
       }
     }
+    // Which faults a backend can inject: the simulator's, or its processes'.
+    const std::string backend_name = backend.empty() ? scenarios.front().backend : backend;
+    const collie::BackendInfo* info = collie::BackendRegistry::builtin().find(backend_name);
+    if (!info) {
+      try {
+        collie::BackendRegistry::builtin().require(backend_name);
+      } catch (const collie::Error& e) {
+        std::cerr << "collie: " << e.detail() << "\n";
+        return kExitInvalid;
+      }
+    }
+    ro.processes = info->start && (!info->create || !in_process);
+    if (in_process && !info->create) {
+      std::cerr << "collie: --in-process: backend '" << backend_name << "' runs only as processes\n";
+      return kExitInvalid;
+    }
     for (const auto& f : fault_args) {
-      if (auto err = collie::sim::parse_fault(f, ro.extra_faults)) {
+      std::optional<std::string> err;
+      if (info->simulated_faults) {
+        err = collie::sim::parse_fault(f, ro.extra_faults);
+      } else if (ro.processes) {
+        collie::ProcessFault pf;
+        err = collie::parse_process_fault(f, pf);
+        if (!err) ro.process_faults.push_back(pf);
+      } else {
+        err = "backend '" + backend_name + "' cannot inject faults in this form (the simulator's faults need --backend "
+              "sim; crash/stall faults need ranks that are processes)";
+      }
+      if (err) {
         std::cerr << "collie: --fault: " << *err << "\n";
         return kExitInvalid;
       }
@@ -373,24 +468,17 @@ int main(int argc, char** argv) {
       std::cerr << "collie: --trace and --report-dot take one scenario\n";
       return kExitInvalid;
     }
+    if (!writable("--trace", trace_path) || !writable("--report-dot", dot_path) || !writable("--junit", junit))
+      return kExitInvalid;
     ro.trace_path = trace_path;
     ro.dot_path = dot_path;
-    if (!rank_report.empty()) {
-      if (scenarios.size() != 1) return kExitInvalid;
-      return collie::scenario::run_scenario_rank(scenarios[0], ro, rank_report);
-    }
-    if (ro.backend == "tcp" && !in_process) {
-      ro.launch_ranks = [](const std::vector<std::string>& args, int n) {
-        collie::tools::LaunchOptions job;
-        job.nprocs = n;
-        job.command.push_back(collie::tools::self_executable());
-        job.command.insert(job.command.end(), args.begin(), args.end());
-        return collie::tools::launch(job);
-      };
+    if (random_faults && !info->simulated_faults) {
+      std::cerr << "collie: --random-faults needs the simulator's faults (--backend sim)\n";
+      return kExitInvalid;
     }
     std::vector<ScenarioResult> results;
     nlohmann::json all = nlohmann::json::array();
-    int failed = 0;
+    int failed = 0, skipped = 0;
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       progress.show(static_cast<int>(i), static_cast<int>(scenarios.size()), scenarios[i].file);
       ScenarioResult r;
@@ -406,13 +494,17 @@ int main(int argc, char** argv) {
         return kExitInvalid;
       }
       progress.clear();
-      failed += r.passed ? 0 : 1;
+      failed += r.passed || r.skipped ? 0 : 1;
+      skipped += r.skipped ? 1 : 0;
       if (json) all.push_back(to_json(r));
       else print_result(r, quiet ? -1 : verbose);
       results.push_back(std::move(r));
     }
-    if (json) std::cout << all.dump(2) << "\n";
-    else if (results.size() > 1) std::cout << results.size() - static_cast<std::size_t>(failed) << " passed, " << failed << " failed\n";
+    // Names and printed text are the file's bytes: JSON gets U+FFFD for what is not UTF-8.
+    if (json) std::cout << all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else if (results.size() > 1)
+      std::cout << results.size() - static_cast<std::size_t>(failed + skipped) << " passed, " << failed << " failed"
+                << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << "\n";
     if (!junit.empty()) {
       std::vector<collie::conformance::CaseResult> junit_cases;
       for (const auto& r : results) {
@@ -421,6 +513,9 @@ int main(int argc, char** argv) {
         c.name = r.file;
         c.kind = "scenario";
         c.passed = r.passed;
+        c.skipped = r.skipped;
+        c.skip_reason = r.skip_reason;
+        c.notes = r.notes;
         for (const auto& f : r.failures) c.message += f + "\n";
         c.replay = r.replay;
         c.seconds = r.wall_seconds;
@@ -537,9 +632,14 @@ int main(int argc, char** argv) {
   }
 
   if (*conf) {
-    if (int rc = load_plugins(cplugins)) return rc;
+    if (int rc = cflags.apply()) return rc;
+    if (!writable("--junit", cjunit)) return kExitInvalid;
     collie::conformance::SuiteOptions so;
     so.backend = cbackend;
+    so.processes = cprocesses;
+    so.strict = cstrict;
+    so.timeout_ns = ctimeout_us > 0 ? static_cast<collie::Nanos>(ctimeout_us * 1000) : 20'000'000'000;
+    so.replay_flags = cflags.replay();
     so.scenario_dirs = dirs.empty() ? std::vector<std::string>{COLLIE_SCENARIO_DIR} : dirs;
     so.filter = filter;
     so.cases_per_feature = cases;

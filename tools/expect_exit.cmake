@@ -1,5 +1,25 @@
 # Runs CMD (a ;-list) and fails unless it exits with RC and, when given, its
-# output contains every entry of CONTAINS (a ;-list).
+# output contains every entry of CONTAINS (a ;-list). With REQUIRES (mpi or
+# torch) it first asks `collie backends` (CMD's first word is collie) whether
+# that backend is available here; if not it prints "SKIPPED: <why>" and
+# stops, which the test's SKIP_REGULAR_EXPRESSION turns into a visible skip.
+if(REQUIRES)
+  list(GET CMD 0 collie)
+  execute_process(COMMAND ${collie} backends OUTPUT_VARIABLE backends ERROR_VARIABLE backends_err)
+  if(REQUIRES STREQUAL "torch")
+    string(REGEX MATCH "torch:NAME\n[^\n]*\n[^\n]*\n    here: ([^\n]*)" m "${backends}")
+    if(NOT CMAKE_MATCH_1 MATCHES "^torch .*gloo yes")
+      message("SKIPPED: torch.distributed with gloo is not available here: ${CMAKE_MATCH_1}")
+      return()
+    endif()
+  else()
+    string(REGEX MATCH "(^|\n)${REQUIRES}\n[^\n]*\n[^\n]*\n    not available here: ([^\n]*)" m "${backends}")
+    if(m)
+      message("SKIPPED: backend ${REQUIRES} is not available here: ${CMAKE_MATCH_2}")
+      return()
+    endif()
+  endif()
+endif()
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL RC)
   message(FATAL_ERROR "exit code ${rc}, expected ${RC}\n--- stdout:\n${out}\n--- stderr:\n${err}")

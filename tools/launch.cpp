@@ -9,6 +9,8 @@
 
 #include <asio.hpp>
 
+#include "backends/remote/child_processes.h"
+#include <csignal>
 #include "backends/tcp/auth.h"
 #include <chrono>
 #include <cstring>
@@ -38,36 +40,57 @@ int free_port() {
   return a.local_endpoint().port();
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return std::string("killed by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "stopped";
-}
 
 }  // namespace
 
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "collie";
-  return std::string(buf, static_cast<std::size_t>(n));
+std::string self_executable() { return remote::self_executable(); }
+
+namespace {
+
+// Signals the launcher takes for its ranks (SIGINT, SIGTERM, SIGHUP): the
+// handler only records them; the launcher's loop forwards them.
+volatile std::sig_atomic_t g_signal = 0;
+int g_wake = -1;  // the write end of a self-pipe that wakes poll()
+
+extern "C" void on_signal(int sig) {
+  g_signal = sig;
+  if (g_wake >= 0) {
+    const char c = 1;
+    [[maybe_unused]] const ssize_t n = ::write(g_wake, &c, 1);
+  }
 }
+
+// Installs on_signal for the launcher's lifetime and restores what was there.
+struct SignalForwarding {
+  int pipe_fds[2] = {-1, -1};
+  struct sigaction old_int{}, old_term{}, old_hup{};
+  SignalForwarding() {
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) == 0) g_wake = pipe_fds[1];
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int);
+    ::sigaction(SIGTERM, &sa, &old_term);
+    ::sigaction(SIGHUP, &sa, &old_hup);
+  }
+  ~SignalForwarding() {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+    g_wake = -1;
+    for (int fd : pipe_fds)
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
 
 int launch(const LaunchOptions& o) {
   const int n = o.nprocs;
   const int port = o.master_port ? o.master_port : free_port();
   const std::string token = tcp::random_token();
-  struct Proc {
-    pid_t pid = -1;
-    int fd = -1;
-    std::string partial;
-    bool done = false;
-    int status = 0;
-  };
-  std::vector<Proc> procs(static_cast<std::size_t>(n));
   // The CPUs to pin ranks to, in order; empty: no pinning.
   std::vector<int> cpus;
   cpu_set_t allowed;
@@ -75,150 +98,118 @@ int launch(const LaunchOptions& o) {
   if (o.bind_to_core && ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= n)
     for (int c = 0; c < CPU_SETSIZE && static_cast<int>(cpus.size()) < n; ++c)
       if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  std::cout.flush();
+  std::vector<remote::ChildSpec> specs;
   for (int r = 0; r < n; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      std::perror("collie launch: pipe");
-      return 2;
-    }
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("collie launch: fork");
-      return 2;
-    }
-    if (pid == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      dup2(fds[1], STDERR_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("COLLIE_JOB_TOKEN", token.c_str(), 1);
-      if (!cpus.empty()) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[static_cast<std::size_t>(r)], &one);
-        ::sched_setaffinity(0, sizeof one, &one);  // best effort: a refusal leaves the rank unpinned
-      }
-      std::vector<char*> argv;
-      for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      std::fprintf(stderr, "collie launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
-      _exit(127);
-    }
-    close(fds[1]);
-    procs[static_cast<std::size_t>(r)].pid = pid;
-    procs[static_cast<std::size_t>(r)].fd = fds[0];
+    remote::ChildSpec c{o.command, {{"MASTER_ADDR", "127.0.0.1"},
+                                    {"MASTER_PORT", std::to_string(port)},
+                                    {"RANK", std::to_string(r)},
+                                    {"LOCAL_RANK", std::to_string(r)},
+                                    {"WORLD_SIZE", std::to_string(n)},
+                                    {"LOCAL_WORLD_SIZE", std::to_string(n)},
+                                    {"COLLIE_JOB_TOKEN", token}}};
+    if (!cpus.empty()) c.cpu = cpus[static_cast<std::size_t>(r)];
+    specs.push_back(std::move(c));
   }
-  auto emit = [&](int r, const std::string& line) {
+  std::cout.flush();
+  SignalForwarding forwarding;
+  // Every rank in one process group, killed if this launcher dies (even by
+  // SIGKILL); their output comes back line by line.
+  remote::ChildProcesses procs(specs);
+  std::vector<std::string> partial(static_cast<std::size_t>(n));
+  auto emit = [&](std::size_t r, const std::string& line) {
     if (o.prefix) std::cout << "[rank " << r << "] ";
     std::cout << line << "\n";
     std::cout.flush();
   };
+  procs.set_output_handler([&](std::size_t r, std::string_view bytes) {
+    std::string& p = partial[r];
+    p.append(bytes);
+    std::size_t nl;
+    while ((nl = p.find('\n')) != std::string::npos) {
+      emit(r, p.substr(0, nl));
+      p.erase(0, nl + 1);
+    }
+  });
+
   int first_failed = -1;
   std::string first_why;
-  auto failed_at = std::chrono::steady_clock::time_point{};
-  auto settle_until = std::chrono::steady_clock::time_point{};
-  int alive = n;
-  auto any_open = [&] {
-    for (const auto& p : procs)
-      if (p.fd >= 0) return true;
-    return false;
-  };
-  // Every process reaped, its output may still sit in the pipe: drain it
-  // (for at most 2 s, in case a grandchild holds the pipe open).
-  auto drain_until = std::chrono::steady_clock::time_point::max();
-  while (alive > 0 || (any_open() && std::chrono::steady_clock::now() < drain_until)) {
-    if (alive == 0 && drain_until == std::chrono::steady_clock::time_point::max())
-      drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    std::vector<pollfd> pfds;
-    std::vector<int> who;
-    for (int r = 0; r < n; ++r) {
-      if (procs[static_cast<std::size_t>(r)].fd >= 0) {
-        pfds.push_back(pollfd{procs[static_cast<std::size_t>(r)].fd, POLLIN, 0});
-        who.push_back(r);
+  const auto never = Clock::time_point::max();
+  auto settle_until = never;   // a failure was seen: who failed first is decided then
+  auto stop_at = never;        // the others get until then to notice, then SIGTERM (and SIGCONT)
+  auto kill_at = never;        // then SIGKILL
+  int forwarded = 0;           // a signal this launcher got and passed on
+  const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_s));
+  while (!procs.all_exited() || !procs.output_fds().empty()) {
+    std::vector<pollfd> fds;
+    for (int fd : procs.output_fds()) fds.push_back({fd, POLLIN, 0});
+    if (forwarding.pipe_fds[0] >= 0) fds.push_back({forwarding.pipe_fds[0], POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    for (const pollfd& p : fds) {
+      if (!p.revents) continue;
+      if (p.fd == forwarding.pipe_fds[0]) {
+        char drain[64];
+        while (::read(p.fd, drain, sizeof drain) > 0) {
+        }
+      } else {
+        procs.read_output(p.fd);
       }
     }
-    if (!pfds.empty()) poll(pfds.data(), pfds.size(), 100);
-    else usleep(20000);
-    for (std::size_t i = 0; i < pfds.size(); ++i) {
-      if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Proc& p = procs[static_cast<std::size_t>(who[i])];
-      char buf[4096];
-      const ssize_t k = read(p.fd, buf, sizeof buf);
-      if (k <= 0) {
-        if (!p.partial.empty()) emit(who[i], p.partial);
-        p.partial.clear();
-        close(p.fd);
-        p.fd = -1;
-        continue;
-      }
-      p.partial.append(buf, static_cast<std::size_t>(k));
-      std::size_t nl;
-      while ((nl = p.partial.find('\n')) != std::string::npos) {
-        emit(who[i], p.partial.substr(0, nl));
-        p.partial.erase(0, nl + 1);
-      }
+    procs.reap();
+    const auto now = Clock::now();
+    if (g_signal && !forwarded) {
+      // Interrupted or terminated: the ranks get the same signal (stopped
+      // ones are continued so that they can take it), then SIGKILL.
+      forwarded = g_signal;
+      procs.signal_all(SIGCONT);
+      procs.signal_all(forwarded);
+      kill_at = std::min(kill_at, now + grace);
     }
-    // Reap what exited since the last look. Among failures seen in the same
-    // look, a rank killed by a signal comes first: the others most likely
-    // failed because it died.
-    int newly_failed = -1;
-    for (int r = 0; r < n; ++r) {
-      Proc& p = procs[static_cast<std::size_t>(r)];
-      if (p.done) continue;
-      int status = 0;
-      if (waitpid(p.pid, &status, WNOHANG) == p.pid) {
-        p.done = true;
-        p.status = status;
-        --alive;
-        const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        const bool signalled = WIFSIGNALED(status);
-        if (failed && (newly_failed < 0 ||
-                       (signalled && !WIFSIGNALED(procs[static_cast<std::size_t>(newly_failed)].status))))
-          newly_failed = r;
-      }
-    }
-    // A killed process closes its sockets before it can be reaped, so the
-    // ranks that notice may be reaped first: decide who failed first only
-    // after a short settling time, preferring a death by signal.
-    if (newly_failed >= 0 && first_failed < 0 && settle_until == std::chrono::steady_clock::time_point{})
-      settle_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    if (first_failed < 0 && settle_until != std::chrono::steady_clock::time_point{} &&
-        (std::chrono::steady_clock::now() >= settle_until || alive == 0)) {
+    if (first_failed < 0 && settle_until == never)
+      for (int r = 0; r < n; ++r)
+        if (procs.exited(static_cast<std::size_t>(r)) && !procs.succeeded(static_cast<std::size_t>(r))) {
+          // A killed process closes its sockets before it can be reaped, so
+          // the ranks that notice may be reaped first: decide who failed
+          // first after a short settling time, preferring a death by signal.
+          settle_until = now + std::chrono::milliseconds(500);
+          break;
+        }
+    if (first_failed < 0 && settle_until != never && (now >= settle_until || procs.all_exited())) {
       for (int r = 0; r < n; ++r) {
-        const Proc& p = procs[static_cast<std::size_t>(r)];
-        if (!p.done || (WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0)) continue;
-        if (first_failed < 0 || (WIFSIGNALED(p.status) && !WIFSIGNALED(procs[static_cast<std::size_t>(first_failed)].status)))
+        const auto i = static_cast<std::size_t>(r);
+        if (!procs.exited(i) || procs.succeeded(i)) continue;
+        const bool signalled = procs.fate(i).rfind("killed", 0) == 0;
+        if (first_failed < 0 || (signalled && procs.fate(static_cast<std::size_t>(first_failed)).rfind("killed", 0) != 0))
           first_failed = r;
       }
-      if (first_failed >= 0) {
-        first_why = describe_status(procs[static_cast<std::size_t>(first_failed)].status);
-        failed_at = std::chrono::steady_clock::now();
-      }
+      first_why = procs.fate(static_cast<std::size_t>(first_failed));
+      stop_at = now + grace;
     }
-    // After a failure the others get a grace period to notice, then stop.
-    if (first_failed >= 0 && alive > 0 &&
-        std::chrono::steady_clock::now() - failed_at > std::chrono::duration<double>(o.grace_s)) {
-      for (auto& p : procs)
-        if (!p.done) kill(p.pid, SIGTERM);
-      failed_at = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    if (now >= stop_at && !procs.all_exited()) {
+      // The others had their grace period to notice the failure: stop them,
+      // stopped (SIGSTOP) ones included.
+      procs.signal_all(SIGCONT);
+      procs.signal_all(SIGTERM);
+      stop_at = never;
+      kill_at = std::min(kill_at, now + grace);
+    }
+    if (now >= kill_at && !procs.all_exited()) {
+      procs.signal_all(SIGKILL);
+      kill_at = never;
     }
   }
-  for (auto& p : procs)
-    if (p.fd >= 0) close(p.fd);
+  for (int r = 0; r < n; ++r)
+    if (!partial[static_cast<std::size_t>(r)].empty()) emit(static_cast<std::size_t>(r), partial[static_cast<std::size_t>(r)]);
+  if (forwarded) {
+    std::cerr << "collie launch: got signal " << forwarded << " (" << strsignal(forwarded) << "); passed it to the ranks\n";
+    for (int r = 0; r < n; ++r)
+      std::cerr << "collie launch: rank " << r << " " << procs.fate(static_cast<std::size_t>(r)) << "\n";
+    return 128 + forwarded;
+  }
   if (first_failed < 0) return 0;
   std::cerr << "collie launch: rank " << first_failed << " failed first: " << first_why << "\n";
   for (int r = 0; r < n; ++r) {
-    const Proc& p = procs[static_cast<std::size_t>(r)];
-    if (r != first_failed && !(WIFEXITED(p.status) && WEXITSTATUS(p.status) == 0))
-      std::cerr << "collie launch: rank " << r << " " << describe_status(p.status) << "\n";
+    const auto i = static_cast<std::size_t>(r);
+    if (r != first_failed && !procs.succeeded(i)) std::cerr << "collie launch: rank " << r << " " << procs.fate(i) << "\n";
   }
   return 1;
 }

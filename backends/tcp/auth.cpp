@@ -38,15 +38,16 @@ bool verify(const std::string& token, std::string_view label, std::span<const st
   return CRYPTO_memcmp(want.data(), mac.data(), kMacBytes) == 0;
 }
 
-std::string random_token() {
+std::string to_hex(std::span<const std::uint8_t> bytes) {
   static const char* kHex = "0123456789abcdef";
   std::string s;
-  for (int i = 0; i < 2; ++i)
-    for (std::uint8_t b : fresh_nonce()) {
-      s.push_back(kHex[b >> 4]);
-      s.push_back(kHex[b & 15]);
-    }
+  for (std::uint8_t b : bytes) {
+    s.push_back(kHex[b >> 4]);
+    s.push_back(kHex[b & 15]);
+  }
   return s;
 }
+
+std::string random_token() { return to_hex(fresh_nonce()) + to_hex(fresh_nonce()); }
 
 }  // namespace collie::tcp

@@ -33,6 +33,9 @@ Mac prove(const std::string& token, std::string_view label, std::span<const std:
 bool verify(const std::string& token, std::string_view label, std::span<const std::uint8_t> transcript,
             std::span<const std::uint8_t> mac);
 
+// Lowercase hex of `bytes`.
+std::string to_hex(std::span<const std::uint8_t> bytes);
+
 // A random token for a job (hex), as `collie launch` generates one.
 std::string random_token();
 

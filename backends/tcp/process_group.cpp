@@ -1,5 +1,7 @@
 #include "backends/tcp/process_group.h"
 
+#include <optional>
+
 #include <sched.h>
 
 #include <algorithm>
@@ -28,18 +30,31 @@ int ranks_on_this_host(const Membership& m) {
   return local;
 }
 
+// A setting of seconds or microseconds from the environment: a number >= 0,
+// written as a number and nothing else ("5", "0.5"); else a usage error
+// naming the variable (std::atof took "abc" for 0).
+std::optional<double> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= 0) || x > 1e12)
+    throw Error(ErrorKind::kUsage, OpContext{}, std::string(name) + "='" + v + "' is not a number >= 0");
+  return x;
+}
+
 }  // namespace
 
 std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given, const CommunicatorOptions* comm) {
   RendezvousOptions options = given;
-  if (const char* t = std::getenv("COLLIE_INIT_TIMEOUT_S")) options.timeout_ns = static_cast<Nanos>(std::atof(t) * 1e9);
+  if (const auto t = env_number("COLLIE_INIT_TIMEOUT_S")) options.timeout_ns = static_cast<Nanos>(*t * 1e9);
   std::unique_ptr<ProcessGroup> pg(new ProcessGroup());
   int rank = 0, world = 0;
   resolve_identity(options, &rank, &world);
   // A rank process polls for 50 us before sleeping (COLLIE_SPIN_US), unless
   // its host runs more ranks than it has CPUs (decided after rendezvous).
-  const char* spin = std::getenv("COLLIE_SPIN_US");
-  pg->loop_ = std::make_unique<TcpEventLoop>(0, static_cast<Nanos>((spin ? std::atof(spin) : 50.0) * 1e3));
+  const auto spin = env_number("COLLIE_SPIN_US");
+  pg->loop_ = std::make_unique<TcpEventLoop>(0, static_cast<Nanos>(spin.value_or(50.0) * 1e3));
   pg->transport_ = std::make_unique<TcpTransport>(*pg->loop_, rank, world, job_token(options));
   // Listen where peers can reach us: loopback jobs stay on loopback.
   const char* master = std::getenv("MASTER_ADDR");
@@ -62,8 +77,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::init(const RendezvousOptions& given,
   if (comm) {
     co = *comm;
   } else {
-    const char* t = std::getenv("COLLIE_TIMEOUT_S");
-    co.default_timeout_ns = static_cast<Nanos>((t ? std::atof(t) : 300.0) * 1e9);
+    co.default_timeout_ns = static_cast<Nanos>(env_number("COLLIE_TIMEOUT_S").value_or(300.0) * 1e9);
   }
   pg->comm_ = std::make_unique<Communicator>(*pg->transport_, co);
   return pg;

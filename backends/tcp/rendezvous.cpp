@@ -1,5 +1,9 @@
 #include "backends/tcp/rendezvous.h"
 
+#include <charconv>
+#include <optional>
+#include <string_view>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -9,23 +13,15 @@
 #include <thread>
 
 #include "backends/tcp/auth.h"
+#include "backends/tcp/rendezvous_wire.h"
+#include "core/text.h"
 #include "core/error.h"
 
 namespace collie::tcp {
 
 namespace {
 
-constexpr std::uint32_t kRegisterMagic = 0x56524c43;   // "CLRV"
-constexpr std::uint32_t kChallengeMagic = 0x43524c43;  // "CLRC"
-constexpr std::uint32_t kRendezvousVersion = 2;
-// rank 0 -> worker: magic, version, nonce.
-constexpr std::size_t kChallengeBytes = 8 + kNonceBytes;
-// worker -> rank 0: magic, version, rank, world, data port, nonce, then a
-// proof over the challenge and these bytes.
-constexpr std::size_t kRegisterBytes = 20 + kNonceBytes;
-constexpr std::string_view kRegisterProof = "collie v2 rendezvous registration";
-constexpr std::string_view kTableProof = "collie v2 rendezvous address table";
-constexpr std::string_view kFileProof = "collie v2 rendezvous file entry";
+using namespace rendezvous_wire;
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ErrorKind::kUsage, OpContext{}, "init_process_group: " + m); }
 [[noreturn]] void fail(const std::string& m) { throw Error(ErrorKind::kTransport, OpContext{}, "rendezvous: " + m); }
@@ -35,44 +31,29 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// A whole decimal number in [lo, hi], nothing else: "2x", "", " 3" and
+// "99999999999" are refused (std::atoi took "2x" for 2 and "abc" for 0).
+std::optional<long long> strict_int(std::string_view text, long long lo, long long hi) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 int env_int(std::initializer_list<const char*> names, const char** used) {
   for (const char* n : names) {
     if (const char* v = env(n)) {
       *used = n;
-      try {
-        return std::stoi(v);
-      } catch (const std::exception&) {
-        usage(std::string(n) + "='" + v + "' is not an integer");
-      }
+      if (const auto x = strict_int(v, 0, 1 << 30)) return static_cast<int>(*x);
+      usage(std::string(n) + "='" + v + "' is not a whole number >= 0");
     }
   }
   return -1;
 }
 
-void put32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-std::uint32_t get32(const std::uint8_t* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-  return v;
-}
-
-struct Registration {
-  int rank = -1, world = 0;
-  std::uint16_t port = 0;
-  Nonce nonce{};
-};
-
-std::array<std::uint8_t, kRegisterBytes> encode(const Registration& r) {
-  std::array<std::uint8_t, kRegisterBytes> b{};
-  put32(b.data(), kRegisterMagic);
-  put32(b.data() + 4, kRendezvousVersion);
-  put32(b.data() + 8, static_cast<std::uint32_t>(r.rank));
-  put32(b.data() + 12, static_cast<std::uint32_t>(r.world));
-  put32(b.data() + 16, r.port);
-  std::copy(r.nonce.begin(), r.nonce.end(), b.begin() + 20);
-  return b;
+int port_number(const char* what, const std::string& text) {
+  if (const auto p = strict_int(text, 1, 65535)) return static_cast<int>(*p);
+  usage(std::string(what) + " is '" + text + "', not a TCP port (1..65535)");
 }
 
 template <std::size_t A, std::size_t B>
@@ -176,21 +157,6 @@ Membership by_file(const std::string& path, int rank, int world, const std::stri
   }
 }
 
-// The reply to a registration: status (0 ok), body length (u32), body, then
-// a proof over the worker's registration (its nonce) and all of the above.
-std::vector<std::uint8_t> table_reply(const std::string& token, const std::array<std::uint8_t, kRegisterBytes>& reg,
-                                      bool ok, const std::string& body) {
-  std::vector<std::uint8_t> b(5 + body.size());
-  b[0] = ok ? 0 : 1;
-  put32(b.data() + 1, static_cast<std::uint32_t>(body.size()));
-  std::copy(body.begin(), body.end(), b.begin() + 5);
-  std::vector<std::uint8_t> t(reg.begin(), reg.end());
-  t.insert(t.end(), b.begin(), b.end());
-  const Mac mac = prove(token, kTableProof, t);
-  b.insert(b.end(), mac.begin(), mac.end());
-  return b;
-}
-
 Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_t master_port, int world,
                      const std::string& token, std::uint16_t port, Nanos timeout) {
   asio::ip::tcp::acceptor acc(io);
@@ -209,15 +175,15 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
   m.peers[0] = PeerAddress{addr, port};
   struct Conn {
     std::shared_ptr<asio::ip::tcp::socket> s;
-    std::array<std::uint8_t, kChallengeBytes> challenge{};
-    std::array<std::uint8_t, kRegisterBytes> reg{};
+    Challenge challenge{};
+    RegisterBytes reg{};
     Mac proof{};
   };
   std::map<int, std::shared_ptr<Conn>> joined;
   std::vector<std::shared_ptr<std::vector<std::uint8_t>>> keep;  // reply buffers in flight
   std::size_t replies_in_flight = 0;
   auto reply = [&](const std::shared_ptr<Conn>& c, bool ok, const std::string& body) {
-    auto b = std::make_shared<std::vector<std::uint8_t>>(table_reply(token, c->reg, ok, body));
+    auto b = std::make_shared<std::vector<std::uint8_t>>(encode_reply(token, c->reg, ok, body));
     keep.push_back(b);
     ++replies_in_flight;
     asio::async_write(*c->s, asio::buffer(*b), [&](const asio::error_code&, std::size_t) { --replies_in_flight; });
@@ -228,24 +194,24 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
     acc.async_accept(*c->s, [&, c](const asio::error_code& e) {
       if (e) return;
       accept_next();
-      put32(c->challenge.data(), kChallengeMagic);
-      put32(c->challenge.data() + 4, kRendezvousVersion);
-      const Nonce n = fresh_nonce();
-      std::copy(n.begin(), n.end(), c->challenge.begin() + 8);
+      c->challenge = encode_challenge(fresh_nonce());
       asio::async_write(*c->s, asio::buffer(c->challenge), [](const asio::error_code&, std::size_t) {});
       std::array<asio::mutable_buffer, 2> in = {asio::buffer(c->reg), asio::buffer(c->proof)};
       asio::async_read(*c->s, in, [&, c](const asio::error_code& e2, std::size_t) {
-        if (e2 || get32(c->reg.data()) != kRegisterMagic) return;  // a stranger: ignore it
-        if (get32(c->reg.data() + 4) != kRendezvousVersion)
-          return reply(c, false, "rendezvous version " + std::to_string(get32(c->reg.data() + 4)) + ", rank 0 speaks " +
-                                     std::to_string(kRendezvousVersion));
-        const int r = static_cast<int>(get32(c->reg.data() + 8));
-        const int w = static_cast<int>(get32(c->reg.data() + 12));
-        const auto p = static_cast<std::uint16_t>(get32(c->reg.data() + 16));
+        const std::optional<Registration> got = e2 ? std::nullopt : decode_registration(c->reg);
+        if (!got) return;  // a stranger: ignore it
+        if (got->version != kVersion)
+          return reply(c, false, "rendezvous version " + std::to_string(got->version) + ", rank 0 speaks " +
+                                     std::to_string(kVersion));
+        const int r = got->rank, w = got->world;
         if (!verify(token, kRegisterProof, concat(c->challenge, c->reg), c->proof))
           return reply(c, false, "rank " + std::to_string(r) +
                                      " did not prove the job token: this port belongs to another job, or "
                                      "COLLIE_JOB_TOKEN differs");
+        if (got->port == 0 || got->port > 65535)
+          return reply(c, false, "rank " + std::to_string(r) + " announced data port " + std::to_string(got->port) +
+                                     ", not a TCP port");
+        const auto p = static_cast<std::uint16_t>(got->port);
         if (w != world)
           return reply(c, false, "rank " + std::to_string(r) + " says the world has " + std::to_string(w) +
                                      " ranks, rank 0 says " + std::to_string(world));
@@ -259,7 +225,7 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
   };
   accept_next();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
-  const bool all = run_until(io, [&] { return static_cast<int>(joined.size()) == world - 1; }, deadline);
+  bool all = run_until(io, [&] { return static_cast<int>(joined.size()) == world - 1; }, deadline);
   std::string body;
   if (!all) {
     std::string missing;
@@ -268,11 +234,11 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
     body = std::to_string(joined.size() + 1) + "/" + std::to_string(world) + " ranks joined within " + seconds(timeout) +
            "; missing: " + missing;
   } else {
-    for (const auto& pa : m.peers) {
-      body.push_back(static_cast<char>(pa.port & 0xff));
-      body.push_back(static_cast<char>(pa.port >> 8));
-      body.push_back(static_cast<char>(pa.host.size()));
-      body += pa.host;
+    try {
+      body = encode_address_table(m.peers);
+    } catch (const std::invalid_argument& e) {
+      all = false;
+      body = std::string("rank 0 cannot send the address table: ") + e.what();
     }
   }
   for (auto& [r, c] : joined) reply(c, all, body);
@@ -299,15 +265,15 @@ Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_
            ec.message());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a real process we wait for, not the simulator
   }
-  std::array<std::uint8_t, kChallengeBytes> challenge{};
-  std::array<std::uint8_t, 5> head{};
+  Challenge challenge{};
+  std::array<std::uint8_t, kReplyHeadBytes> head{};
   std::vector<std::uint8_t> body;
   Mac mac{};
-  const auto reg = encode(Registration{rank, world, port, fresh_nonce()});
+  const RegisterBytes reg = encode(Registration{kVersion, rank, world, port, fresh_nonce()});
   bool got = false;
   asio::error_code err;
   asio::async_read(s, asio::buffer(challenge), [&](const asio::error_code& e, std::size_t) {
-    if (e || get32(challenge.data()) != kChallengeMagic) {
+    if (e || !is_challenge(challenge)) {
       err = e ? e : asio::error::invalid_argument;
       got = true;
       return;
@@ -325,7 +291,15 @@ Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_
         got = true;
         return;
       }
-      body.resize(get32(head.data() + 1));
+      // Longer claims than any reply can be are refused before anything is
+      // allocated or read.
+      const std::uint64_t claimed = reply_body_bytes(head);
+      if (claimed > max_reply_body_bytes(world)) {
+        err = asio::error::message_size;
+        got = true;
+        return;
+      }
+      body.resize(static_cast<std::size_t>(claimed));
       std::array<asio::mutable_buffer, 2> in = {asio::buffer(body), asio::buffer(mac)};
       asio::async_read(s, in, [&](const asio::error_code& e2, std::size_t) {
         err = e2;
@@ -335,27 +309,20 @@ Membership as_worker(asio::io_context& io, const std::string& addr, std::uint16_
   });
   if (!run_until(io, [&] { return got; }, deadline)) fail("rank 0 did not answer within " + seconds(timeout));
   if (err == asio::error::invalid_argument) fail("the process at " + where + " is not a collie rank 0");
+  if (err == asio::error::message_size)
+    fail("the process at " + where + " sent a reply longer than any address table of " + std::to_string(world) +
+         " ranks (not a collie rank 0 of this job)");
   if (err) fail("rank 0 closed the connection: " + err.message());
-  if (head[0] != 0) fail(std::string(body.begin(), body.end()));
-  std::vector<std::uint8_t> t(reg.begin(), reg.end());
-  t.insert(t.end(), head.begin(), head.end());
-  t.insert(t.end(), body.begin(), body.end());
-  if (!verify(token, kTableProof, t, mac))
+  // An error reply is shown even unproven: a rank 0 of another job says why it refused us.
+  if (head[0] != 0) fail(valid_utf8(std::string(body.begin(), body.end())));
+  if (!verify_reply(token, reg, head, body, mac))
     fail("the process at " + where + " did not prove the job token (another job's rank 0, or COLLIE_JOB_TOKEN differs)");
+  auto peers = parse_address_table(body, world);
+  if (!peers) fail("rank 0 sent a malformed address table");
   Membership m;
   m.rank = rank;
   m.world = world;
-  std::size_t i = 0;
-  while (i + 3 <= body.size() && static_cast<int>(m.peers.size()) < world) {
-    PeerAddress pa;
-    pa.port = static_cast<std::uint16_t>(body[i] | (body[i + 1] << 8));
-    const std::size_t n = body[i + 2];
-    if (i + 3 + n > body.size()) break;
-    pa.host.assign(body.begin() + static_cast<long>(i + 3), body.begin() + static_cast<long>(i + 3 + n));
-    i += 3 + n;
-    m.peers.push_back(pa);
-  }
-  if (static_cast<int>(m.peers.size()) != world) fail("rank 0 sent a malformed address table");
+  m.peers = std::move(*peers);
   return m;
 }
 
@@ -374,13 +341,13 @@ Membership rendezvous(asio::io_context& io, const RendezvousOptions& o, std::uin
     const char* p = env("MASTER_PORT");
     if (!a || !p) usage("env:// needs MASTER_ADDR and MASTER_PORT");
     addr = a;
-    port = std::atoi(p);
+    port = port_number("MASTER_PORT", p);
   } else if (m.rfind("tcp://", 0) == 0) {
     const std::string hp = m.substr(6);
     const auto colon = hp.rfind(':');
     if (colon == std::string::npos) usage("tcp:// needs HOST:PORT, not '" + hp + "'");
     addr = hp.substr(0, colon);
-    port = std::atoi(hp.substr(colon + 1).c_str());
+    port = port_number("the port of tcp://", hp.substr(colon + 1));
   } else {
     usage("unknown init method '" + m + "' (env://, tcp://HOST:PORT, file://PATH)");
   }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/tcp/rendezvous_wire.h"
 #include "core/transport.h"
 
 namespace collie::tcp {
@@ -33,11 +34,6 @@ struct RendezvousOptions {
   int world = -1;                  // -1: from the environment
   std::string token;               // empty: COLLIE_JOB_TOKEN from the environment, if set
   Nanos timeout_ns = 30'000'000'000;  // how long to wait for every rank
-};
-
-struct PeerAddress {
-  std::string host;
-  std::uint16_t port = 0;
 };
 
 struct Membership {

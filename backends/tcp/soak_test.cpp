@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/local_world.h"
 
 namespace collie {

@@ -12,6 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <thread>
+
 #include "core/error.h"
 #include "core/local_world.h"
 #include "core/small_pool.h"
@@ -70,6 +73,22 @@ TEST(Wire, HeadersRoundTripAndMalformedOnesAreRefused) {
   h.bytes = kMaxFrameBytes + 1;
   bad = encode(h);
   EXPECT_FALSE(decode_header(bad.data(), &why));
+}
+
+// bytes == count * element size was checked with a product that wraps: a
+// frame could claim float32 x 4611686018427387904 (0 bytes).
+TEST(Wire, AnElementCountWhoseSizeWrapsIsRefused) {
+  FrameHeader h;
+  h.kind = FrameKind::kEager;
+  h.src = 1;
+  h.dst = 0;
+  h.dtype = DType::kFloat32;
+  h.count = 4611686018427387904ull;  // x 4 bytes = 2^64 = 0 in 64 bits
+  h.bytes = 0;
+  const auto bytes = encode(h);
+  std::string why;
+  EXPECT_FALSE(decode_header(bytes.data(), &why));
+  EXPECT_EQ(why, "payload length 0 does not match 4611686018427387904 elements");
 }
 
 // N ranks in this process over real sockets; `before_connect` runs once
@@ -257,6 +276,78 @@ TEST(Tcp, TheTokenNeverCrossesTheWire) {
   EXPECT_NE(log.lost[0].find("did not prove the job token"), std::string::npos) << log.lost[0];
 }
 
+// Connects to `port` as rank `rank` of `world`, proving `token` as a real
+// rank would; returns the authenticated socket.
+asio::ip::tcp::socket join_by_hand(TcpEventLoop& loop, std::uint16_t port, int rank, int world, const std::string& token) {
+  asio::ip::tcp::socket s(loop.io());
+  s.connect({asio::ip::make_address("127.0.0.1"), port});
+  const auto mine = encode(Handshake{kWireVersion, 0, rank, world, fresh_nonce()});
+  asio::write(s, asio::buffer(mine));
+  std::array<std::uint8_t, kHandshakeBytes> theirs{};
+  asio::read(s, asio::buffer(theirs));
+  std::array<std::uint8_t, 2 * kHandshakeBytes> t{};
+  std::copy(mine.begin(), mine.end(), t.begin());
+  std::copy(theirs.begin(), theirs.end(), t.begin() + kHandshakeBytes);
+  asio::write(s, asio::buffer(prove(token, "collie v2 proof from the connecting rank", t)));
+  Mac back{};
+  asio::read(s, asio::buffer(back));
+  return s;
+}
+
+// A 96-byte header claiming 1 GiB made the receiver allocate 1 GiB before a
+// byte of it arrived (16 GB: a bare std::bad_alloc).
+TEST(Tcp, AReceiverAllocatesWhatArrivesNotWhatAHeaderClaims) {
+  TcpEventLoop loop(3000);
+  TcpTransport rank0(loop, 0, 2, "tok");
+  LossLog log;
+  rank0.attach(&log);
+  const std::uint16_t port = rank0.listen("127.0.0.1");
+  std::optional<asio::ip::tcp::socket> peer;
+  std::thread joiner([&] { peer.emplace(join_by_hand(loop, port, 1, 2, "tok")); });
+  ASSERT_TRUE(loop.run_until([&] { return rank0.connected(); }, loop.now() + 5'000'000'000));
+  joiner.join();
+  FrameHeader h;
+  h.kind = FrameKind::kEager;
+  h.src = 1;
+  h.dst = 0;
+  h.dtype = DType::kUInt8;
+  h.count = h.bytes = 1ull << 30;
+  std::vector<std::uint8_t> wire(encode(h).begin(), encode(h).end());
+  wire.resize(wire.size() + 100000, 7);  // the first 100 kB of the claimed 1 GiB
+  asio::write(*peer, asio::buffer(wire));
+  ASSERT_TRUE(loop.run_until([&] { return rank0.staged_payload_bytes() >= 100000; }, loop.now() + 5'000'000'000));
+  EXPECT_LE(rank0.staged_payload_bytes(), 2u * 100000 + 65536);
+  EXPECT_TRUE(log.lost.empty());
+}
+
+// After one accept() error the listener never accepted again, and idle
+// connections that never authenticate were kept for ever.
+TEST(Tcp, IdleUnauthenticatedConnectionsAreClosedAndTheListenerKeepsAccepting) {
+  TcpEventLoop loop;  // no idle deadlock: nothing moves until the deadline closes them
+  TcpTransport rank0(loop, 0, 2, "tok");
+  rank0.set_handshake_timeout(std::chrono::milliseconds(200));
+  LossLog log;
+  rank0.attach(&log);
+  const std::uint16_t port = rank0.listen("127.0.0.1");
+  std::vector<asio::ip::tcp::socket> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.emplace_back(loop.io());
+    idle.back().connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  // The silent strangers are closed once their handshake deadline passes:
+  // each read ends (EOF or reset).
+  int closed = 0;
+  std::array<char, 1> byte{};
+  for (auto& s : idle)
+    s.async_read_some(asio::buffer(byte), [&](const asio::error_code& ec, std::size_t) { closed += ec ? 1 : 0; });
+  ASSERT_TRUE(loop.run_until([&] { return closed == 20; }, loop.now() + 10'000'000'000));
+  // And the real rank still joins.
+  std::optional<asio::ip::tcp::socket> peer;
+  std::thread joiner([&] { peer.emplace(join_by_hand(loop, port, 1, 2, "tok")); });
+  EXPECT_TRUE(loop.run_until([&] { return rank0.connected(); }, loop.now() + 5'000'000'000));
+  joiner.join();
+}
+
 TEST(Tcp, LargeMessagesAndManySmallOnesArriveIntact) {
   World w(2);
   LocalWorld world(w.transports(), CommunicatorOptions{});
@@ -320,6 +411,38 @@ TEST(Rendezvous, AWrongWorldSizeIsRefusedAndTheMissingRankNamed) {
   auto [a, b] = rendezvous_pair(2, 1, 3, "job-a", 29901);
   EXPECT_NE(b.find("rank 1 says the world has 3 ranks, rank 0 says 2"), std::string::npos) << b;
   EXPECT_NE(a.find("1/2 ranks joined within 1 s; missing: 1"), std::string::npos) << a;
+}
+
+// A rendezvous reply claiming a 4 GB length was allocated before its MAC
+// was checked.
+TEST(Rendezvous, AReplyLongerThanAnyAddressTableIsRefusedBeforeItIsRead) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor fake_rank0(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::uint16_t port = fake_rank0.local_endpoint().port();
+  std::thread liar([&] {
+    asio::ip::tcp::socket s(io);
+    fake_rank0.accept(s);
+    std::array<std::uint8_t, 8 + kNonceBytes> challenge{0x43, 0x4c, 0x52, 0x43};  // "CLRC", version 0, nonce 0
+    asio::write(s, asio::buffer(challenge));
+    std::array<std::uint8_t, 20 + kNonceBytes + kMacBytes> registration{};
+    asio::read(s, asio::buffer(registration));
+    const std::array<std::uint8_t, 5> head{0, 0xff, 0xff, 0xff, 0xff};  // ok, 4 GiB - 1 of table
+    asio::write(s, asio::buffer(head));
+  });
+  std::string error;
+  try {
+    asio::io_context mine;
+    RendezvousOptions o;
+    o.init_method = "tcp://127.0.0.1:" + std::to_string(port);
+    o.rank = 1;
+    o.world = 2;
+    o.timeout_ns = 5'000'000'000;
+    rendezvous(mine, o, 1234);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  liar.join();
+  EXPECT_NE(error.find("sent a reply longer than any address table of 2 ranks"), std::string::npos) << error;
 }
 
 TEST(Rendezvous, AnotherJobsProcessIsRefused) {

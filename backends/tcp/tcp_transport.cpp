@@ -178,7 +178,25 @@ void TcpTransport::accept_next() {
   auto c = std::make_shared<Pending>(loop_.io());
   auto alive = alive_;
   acceptor_->async_accept(c->socket, [this, c, alive](const asio::error_code& ec) {
-    if (!*alive || ec) return;
+    if (!*alive || ec == asio::error::operation_aborted) return;  // closed
+    if (ec) {
+      // Out of descriptors, a connection reset before it was taken: keep
+      // listening, after a pause so that an error that persists does not spin.
+      std::cerr << "collie tcp: rank " << rank_ << ": accepting a connection failed (" << ec.message()
+                << "); still listening\n";
+      auto retry = std::make_shared<asio::steady_timer>(loop_.io(), kAcceptRetry);
+      retry->async_wait([this, retry, alive](const asio::error_code& e) {
+        if (*alive && !e && acceptor_) accept_next();
+      });
+      return;
+    }
+    // A connection that has not proven the job token in time is closed.
+    c->deadline.expires_after(handshake_timeout_);
+    c->deadline.async_wait([c](const asio::error_code& e) {
+      if (e) return;  // cancelled: the handshake ended first
+      asio::error_code ignored;
+      c->socket.close(ignored);
+    });
     handshake_in(c);
     accept_next();
   });
@@ -201,6 +219,7 @@ std::array<std::uint8_t, 2 * kHandshakeBytes> transcript(const std::array<std::u
 }  // namespace
 
 void TcpTransport::refuse(const std::shared_ptr<Pending>& c, const std::string& why) {
+  c->deadline.cancel();
   asio::error_code ec;
   auto ep = c->socket.remote_endpoint(ec);
   std::cerr << "collie tcp: rank " << rank_ << " refused a connection from "
@@ -233,6 +252,7 @@ void TcpTransport::handshake_in(std::shared_ptr<Pending> c) {
                                " but did not prove the job token (a wrong or missing COLLIE_JOB_TOKEN, or another job)");
         Peer& p = *peers_[static_cast<std::size_t>(c->rank)];
         if (p.claimed) return refuse(c, "it claims rank " + std::to_string(c->rank) + ", which is already connected");
+        c->deadline.cancel();  // authenticated
         p.claimed = true;
         p.socket = std::move(c->socket);
         p.socket.set_option(asio::ip::tcp::no_delay(true));
@@ -294,6 +314,13 @@ void TcpTransport::connect(int peer, const std::string& host, std::uint16_t port
       });
     });
   });
+}
+
+std::size_t TcpTransport::staged_payload_bytes() const {
+  std::size_t n = 0;
+  for (const auto& p : peers_)
+    if (p) n += p->payload_in.capacity();
+  return n;
 }
 
 bool TcpTransport::connected() const {
@@ -482,11 +509,15 @@ void TcpTransport::connection_up(int peer) {
   flush_writes(peer);
 }
 
-std::span<std::byte> TcpTransport::rx_destination(Peer& p) {
+std::span<std::byte> TcpTransport::rx_destination(Peer& p, std::size_t need) {
   if (p.rx_discard) return {};
   if (p.rx_state == Peer::Rx::kGoodbye)
     return {reinterpret_cast<std::byte*>(p.goodbye_reason.data()), p.goodbye_reason.size()};
-  if (!p.rx_landing) return p.payload_in;
+  if (!p.rx_landing) {
+    const std::uint64_t want = std::min<std::uint64_t>(p.rx_frame.bytes, std::max<std::uint64_t>(p.rx_got + need, 2 * p.payload_in.size()));
+    if (p.payload_in.size() < want) p.payload_in.resize(static_cast<std::size_t>(want));
+    return p.payload_in;
+  }
   // Asked again before every write: the receive may have been aborted (and
   // its buffer freed) since the last one.
   const FrameSink::Landing zone = sink_ ? sink_->landing_zone(p.rx_frame) : FrameSink::Landing{};
@@ -511,7 +542,7 @@ bool TcpTransport::pump(int peer) {
     bool direct = false;
     if (p.rx_state != Peer::Rx::kHeader && p.rx_head == p.rx_tail && !p.rx_reduce &&
         p.rx_frame.bytes - p.rx_got >= kDirectReadBytes) {
-      std::span<std::byte> dst = rx_destination(p);
+      std::span<std::byte> dst = rx_destination(p, kDirectReadBytes);
       if (!dst.empty()) {
         into = dst.subspan(p.rx_got);
         direct = true;
@@ -594,7 +625,7 @@ bool TcpTransport::parse(int peer) {
       p.rx_landing = zone.dst.size() == h->bytes;
       p.rx_reduce = p.rx_landing && zone.reduce;
       p.rx_zone_op = zone.op;
-      if (!p.rx_landing) p.payload_in.resize(h->bytes);
+      if (!p.rx_landing) p.payload_in.clear();  // grown as the bytes arrive (rx_destination)
       continue;
     }
     // A payload (or a goodbye's reason): take what is staged.
@@ -612,7 +643,7 @@ bool TcpTransport::parse(int peer) {
       p.rx_head = 0;
     }
     if (take > 0) {
-      std::span<std::byte> dst = rx_destination(p);
+      std::span<std::byte> dst = rx_destination(p, take);
       if (dst.empty()) {
       } else if (p.rx_reduce) {
         reduce(dst.data() + p.rx_got, p.rx.get() + p.rx_head, take / esize, p.rx_frame.dtype, p.rx_zone_op);
@@ -633,7 +664,7 @@ void TcpTransport::frame_received(int peer) {
   Peer& p = *peers_[static_cast<std::size_t>(peer)];
   const FrameHeader h = p.rx_frame;
   std::span<const std::byte> payload;
-  if (h.bytes > 0) payload = p.rx_landing ? std::span<const std::byte>(rx_destination(p)) : std::span<const std::byte>(p.payload_in);
+  if (h.bytes > 0) payload = p.rx_landing ? std::span<const std::byte>(rx_destination(p, 0)) : std::span<const std::byte>(p.payload_in);
   if (h.bytes > 0 && payload.empty()) return;  // its landing zone went away
   if (sink_) {
     sink_->on_frame(h, payload);

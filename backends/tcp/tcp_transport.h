@@ -21,6 +21,7 @@
 #include <poll.h>
 
 #include <asio.hpp>
+#include <chrono>
 #include <coroutine>
 #include <deque>
 #include <functional>
@@ -99,6 +100,14 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   // Every peer's handshake has completed (a peer that has since left, as a
   // fast rank with nothing to do may, still counts).
   bool connected() const;
+  // How long an accepted connection has to prove the job token before it is
+  // closed (default 10 s), and the pause before listening again after
+  // accept() failed (out of descriptors).
+  void set_handshake_timeout(std::chrono::milliseconds t) { handshake_timeout_ = t; }
+  static constexpr std::chrono::milliseconds kAcceptRetry{50};
+  // Bytes held for payloads being received that do not land in a receive's
+  // buffer (at most about twice what has arrived of them).
+  std::size_t staged_payload_bytes() const;
   // The peers whose handshake has not completed, and why for those that failed.
   std::string unconnected() const;
   // Closes every connection at once (as a crash would).
@@ -172,9 +181,13 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
     std::vector<std::byte> payload_in;
   };
   // An accepted connection before it has proven the token.
+  // A connection accepted and not yet authenticated. It has until its
+  // deadline to prove the job token (set_handshake_timeout), else it is closed:
+  // idle strangers cannot hold descriptors the real ranks need.
   struct Pending {
-    explicit Pending(asio::io_context& io) : socket(io) {}
+    explicit Pending(asio::io_context& io) : socket(io), deadline(io) {}
     asio::ip::tcp::socket socket;
+    asio::steady_timer deadline;
     int rank = -1;
     std::array<std::uint8_t, kHandshakeBytes> hello_in{}, hello_out{};
     Mac proof_in{};
@@ -192,8 +205,11 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   bool flush_writes(int peer);
   // Parses buffered bytes; false when the connection was lost meanwhile.
   bool parse(int peer);
-  // Where the payload being received goes (empty: discard it).
-  std::span<std::byte> rx_destination(Peer& p);
+  // Where the payload being received goes, with room for at least the
+  // next `need` bytes (empty: discard it). A payload that does not land in
+  // a receive's buffer is held in payload_in, which grows with the bytes
+  // that arrive (at most doubling), never to what a header merely claims.
+  std::span<std::byte> rx_destination(Peer& p, std::size_t need);
   void frame_received(int peer);
   void read_ended(int peer, const asio::error_code& ec);
   // TcpEventLoop::Source
@@ -221,6 +237,7 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   std::vector<std::function<void()>> early_;
   // Calls into the sink now, or later if none is attached yet.
   void to_sink(std::function<void()> f);
+  std::chrono::milliseconds handshake_timeout_{10000};
 };
 
 }  // namespace collie::tcp

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "backends/remote/process_job.h"
 #include "backends/tcp/tcp_transport.h"
 #include "core/error.h"
 
@@ -48,15 +49,44 @@ class TcpWorld final : public InProcessBackend {
   std::vector<std::unique_ptr<TcpTransport>> ranks_;
 };
 
+std::string worker_program() {
+  if (const char* p = std::getenv("COLLIE_PROGRAM"); p && *p) return p;
+  return remote::self_executable();
+}
+
+// One `collie worker --backend tcp` process per rank: env:// rendezvous
+// among them, collie's core over real sockets, ops at the controller's
+// command.
+std::unique_ptr<Job> start_tcp_processes(const JobOptions& o) {
+  remote::ProcessJobSpec spec;
+  spec.backend = "tcp";
+  const std::string eager = std::to_string(o.eager_threshold_bytes);
+  spec.children = [eager](int world, const std::string& controller, const std::string& token) {
+    const std::string port = std::to_string(remote::free_local_port());
+    std::vector<remote::ChildSpec> children;
+    for (int r = 0; r < world; ++r) {
+      remote::ChildSpec c{{worker_program(), "worker", "--backend", "tcp"},
+                          remote::local_rank_env(r, world, port, controller, token)};
+      c.env.emplace_back("COLLIE_EAGER_THRESHOLD_BYTES", eager);
+      children.push_back(std::move(c));
+    }
+    return children;
+  };
+  return remote::start_process_job(spec, o);
+}
+
 }  // namespace
 
 void register_tcp_backend(BackendRegistry& registry) {
   BackendInfo info;
   info.name = "tcp";
-  info.description = "real TCP sockets on 127.0.0.1, every rank in this process on one event loop";
-  info.selection = "--backend tcp";
+  info.description =
+      "collie's core over real TCP sockets on 127.0.0.1: one process per rank (collie run), or every rank in this "
+      "process on one event loop (collie conformance)";
+  info.selection = "--backend tcp (collie run: --in-process for one process; collie conformance: --processes for one per rank)";
   info.simulated = false;
   info.create = [](const BackendOptions& o) { return std::make_unique<TcpWorld>(o); };
+  info.start = start_tcp_processes;
   registry.add(std::move(info));
 }
 

@@ -4,7 +4,7 @@
 // conformance suite over real TCP (collie conformance --backend tcp).
 #pragma once
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 
 namespace collie::tcp {
 

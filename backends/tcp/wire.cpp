@@ -140,7 +140,7 @@ std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string*
   h.channel_seq = r.u64();
   h.rendezvous_id = r.u64();
   const std::uint8_t dtype = r.u8(), op = r.u8(), rop = r.u8(), alg = r.u8(), fdt = r.u8();
-  if (dtype >= kNumDTypes || fdt >= kNumDTypes || op > static_cast<std::uint8_t>(CollectiveKind::kBarrier) ||
+  if (dtype >= kNumDTypes || fdt >= kNumDTypes || op >= kNumCollectiveKinds ||
       rop >= kNumReduceOps) {
     *why = "bad dtype, collective or reduce op code";
     return std::nullopt;
@@ -163,7 +163,8 @@ std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string*
     return std::nullopt;
   }
   if (h.kind == FrameKind::kEager || h.kind == FrameKind::kData) {
-    if (h.bytes != h.count * dtype_size(h.dtype)) {
+    // count * size can wrap (float32 x 2^62 "is" 0 bytes): compare without multiplying past the limit.
+    if (h.count > kMaxFrameBytes / dtype_size(h.dtype) || h.bytes != h.count * dtype_size(h.dtype)) {
       *why = "payload length " + std::to_string(h.bytes) + " does not match " + std::to_string(h.count) + " elements";
       return std::nullopt;
     }

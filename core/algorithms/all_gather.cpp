@@ -16,12 +16,12 @@
 
 namespace collie::algorithms {
 
-TensorView GatherBlocks::operator[](int i) const {
+TensorView Blocks::operator[](int i) const {
   return list_.empty() ? whole_.slice(static_cast<std::size_t>(i) * block_count_, block_count_)
                        : list_[static_cast<std::size_t>(i)];
 }
 
-Task<void> ring_all_gather(CollectiveContext& c, GatherBlocks out, TensorView in) {
+Task<void> ring_all_gather(CollectiveContext& c, Blocks out, TensorView in) {
   const int n = c.size();
   const int r = c.rank();
   auto mod = [n](int a) { return ((a % n) + n) % n; };
@@ -36,7 +36,7 @@ Task<void> ring_all_gather(CollectiveContext& c, GatherBlocks out, TensorView in
   co_await wait_all(sends);
 }
 
-Task<void> bruck_all_gather(CollectiveContext& c, GatherBlocks out, TensorView in) {
+Task<void> bruck_all_gather(CollectiveContext& c, Blocks out, TensorView in) {
   const int n = c.size();
   const int r = c.rank();
   const std::size_t count = in.count;

@@ -1,4 +1,4 @@
-#include "conformance/reference.h"
+#include "check/reference.h"
 
 #include <cmath>
 #include <cstring>
@@ -54,20 +54,23 @@ void combine(Tensor& acc, const Tensor& x, std::size_t i, ReduceOp op) {
   }
   const double a = acc.get(i), b = x.get(i);
   double r = 0;
+  // -0.0 orders below +0.0 for MIN/MAX; every NaN becomes the positive quiet NaN.
+  const bool below = a < b || (a == b && std::signbit(a) && !std::signbit(b));
   switch (op) {
     case ReduceOp::kSum: case ReduceOp::kAvg: r = a + b; break;
     case ReduceOp::kProduct: r = a * b; break;
-    case ReduceOp::kMin: r = std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); break;
-    case ReduceOp::kMax: r = std::isnan(a) || std::isnan(b) ? NAN : (a < b ? b : a); break;
+    case ReduceOp::kMin: r = std::isnan(a) || std::isnan(b) ? NAN : (below ? a : b); break;
+    case ReduceOp::kMax: r = std::isnan(a) || std::isnan(b) ? NAN : (below ? b : a); break;
     default: throw std::logic_error("bitwise op on a float");
   }
+  if (std::isnan(r)) r = NAN;
   acc.set(i, r);  // rounds to the dtype
 }
 
-Tensor reduce_all(const std::vector<Tensor>& in, ReduceOp op) {
-  Tensor acc = clone(in.at(0));
+Tensor reduce_all(const std::vector<const Tensor*>& in, ReduceOp op) {
+  Tensor acc = clone(*in.at(0));
   for (std::size_t r = 1; r < in.size(); ++r)
-    for (std::size_t i = 0; i < acc.count(); ++i) combine(acc, in[r], i, op);
+    for (std::size_t i = 0; i < acc.count(); ++i) combine(acc, *in[r], i, op);
   if (op == ReduceOp::kAvg) {
     const double n = static_cast<double>(in.size());
     for (std::size_t i = 0; i < acc.count(); ++i) {
@@ -79,7 +82,15 @@ Tensor reduce_all(const std::vector<Tensor>& in, ReduceOp op) {
   return acc;
 }
 
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& in) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : in) p.push_back(&t);
+  return p;
+}
+
 }  // namespace
+
+Tensor reduction(const std::vector<const Tensor*>& in, ReduceOp op) { return reduce_all(in, op); }
 
 std::vector<Tensor> broadcast(const std::vector<Tensor>& in, int root) {
   std::vector<Tensor> out;
@@ -90,12 +101,12 @@ std::vector<Tensor> broadcast(const std::vector<Tensor>& in, int root) {
 std::vector<Tensor> reduce(const std::vector<Tensor>& in, int root, ReduceOp op) {
   std::vector<Tensor> out;
   for (const Tensor& t : in) out.push_back(clone(t));
-  out[static_cast<std::size_t>(root)] = reduce_all(in, op);
+  out[static_cast<std::size_t>(root)] = reduce_all(pointers(in), op);
   return out;
 }
 
 std::vector<Tensor> all_reduce(const std::vector<Tensor>& in, ReduceOp op) {
-  Tensor r = reduce_all(in, op);
+  Tensor r = reduce_all(pointers(in), op);
   std::vector<Tensor> out;
   for (std::size_t i = 0; i < in.size(); ++i) out.push_back(clone(r));
   return out;
@@ -117,6 +128,23 @@ std::vector<std::vector<Tensor>> all_gather(const std::vector<Tensor>& in) {
   std::vector<std::vector<Tensor>> out(in.size());
   for (auto& o : out)
     for (const Tensor& t : in) o.push_back(clone(t));
+  return out;
+}
+
+std::vector<Tensor> reduce_scatter(const std::vector<std::vector<Tensor>>& in_lists, ReduceOp op) {
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < in_lists.size(); ++i) {
+    std::vector<const Tensor*> block_i;
+    for (const auto& list : in_lists) block_i.push_back(&list.at(i));
+    out.push_back(reduce_all(block_i, op));
+  }
+  return out;
+}
+
+std::vector<std::vector<Tensor>> all_to_all(const std::vector<std::vector<Tensor>>& in_lists) {
+  std::vector<std::vector<Tensor>> out(in_lists.size());
+  for (std::size_t i = 0; i < in_lists.size(); ++i)
+    for (std::size_t j = 0; j < in_lists.size(); ++j) out[i].push_back(clone(in_lists[j].at(i)));
   return out;
 }
 

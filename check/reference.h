@@ -16,6 +16,10 @@
 
 namespace collie::reference {
 
+// The reduction of `in` (group-rank order) with `op`: what reduce leaves on
+// its root and all_reduce everywhere, computed once.
+Tensor reduction(const std::vector<const Tensor*>& in, ReduceOp op);
+
 std::vector<Tensor> broadcast(const std::vector<Tensor>& in, int root);
 // Non-root outputs equal their inputs.
 std::vector<Tensor> reduce(const std::vector<Tensor>& in, int root, ReduceOp op);
@@ -25,6 +29,11 @@ std::vector<Tensor> scatter(const std::vector<Tensor>& root_list);
 // Only the root's list is filled: gather(...)[root][i] == in[i]; others empty.
 std::vector<std::vector<Tensor>> gather(const std::vector<Tensor>& in, int root);
 std::vector<std::vector<Tensor>> all_gather(const std::vector<Tensor>& in);
+// in_lists[r]: group rank r's n input blocks; out[i] = the reduction of
+// every rank's block i.
+std::vector<Tensor> reduce_scatter(const std::vector<std::vector<Tensor>>& in_lists, ReduceOp op);
+// in_lists[r][j]: what group rank r sends to j; out[i][j] = in_lists[j][i].
+std::vector<std::vector<Tensor>> all_to_all(const std::vector<std::vector<Tensor>>& in_lists);
 
 // A deep copy.
 Tensor clone(const Tensor& t);

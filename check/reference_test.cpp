@@ -2,7 +2,7 @@
 // examples among them).
 #include <gtest/gtest.h>
 
-#include "conformance/reference.h"
+#include "check/reference.h"
 
 namespace collie::reference {
 namespace {

@@ -1,0 +1,100 @@
+// The backends collie can check, and how each starts a job.
+//
+// A backend is either in-process -- transports for N ranks under collie's
+// core (backends/backend.h: the simulator, in-process TCP, plugins) -- or a
+// process backend -- one process per rank, driven through the op-level seam
+// (TCP as processes, Open MPI, torch.distributed). Some are both (tcp).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/job.h"
+
+namespace collie {
+
+struct BackendInfo {
+  std::string name;         // what --backend takes
+  std::string description;  // one line
+  std::string selection;    // how a user selects it
+  bool simulated = false;   // virtual time and trace hashes are meaningful
+  bool timing_only = false; // honours timing_only (payloads not materialised)
+  // The ops are collie's core over a transport: collie's stricter semantics
+  // are promised (an unspecified-in-torch difference is a failure, not a
+  // note) and deadlocks are diagnosed. False for libraries that implement
+  // the ops themselves.
+  bool collie_core = true;
+  // Injects the simulator's faults (drop, delay, partition, crash at a
+  // time or step, ...).
+  bool simulated_faults = false;
+  // Null when the backend can run on this machine; else why not
+  // ("mpirun was not found in PATH").
+  std::function<std::optional<std::string>()> unavailable;
+  // In-process: transports for N ranks.
+  std::function<std::unique_ptr<InProcessBackend>(const BackendOptions&)> create;
+  // Processes: starts a job of options.world_size rank processes; throws
+  // Error(kUsage) with a one-line reason when the job cannot start (a
+  // missing program, a launcher that refuses). Supports ProcessFaults.
+  std::function<std::unique_ptr<Job>(const JobOptions&)> start;
+};
+
+class BackendRegistry {
+ public:
+  // The backends compiled into this binary ("sim" first).
+  static BackendRegistry& builtin();
+
+  void add(BackendInfo info);
+  // A family of backends named "PREFIX:anything" (torch:gloo, torch:mine):
+  // find() makes the entry for a name on first use.
+  void add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
+                  std::string description, std::string selection);
+  const BackendInfo* find(std::string_view name) const;
+  // find(), or Error(kUsage) naming the backends there are.
+  const BackendInfo& require(std::string_view name) const;
+  std::vector<const BackendInfo*> list() const;
+  std::vector<std::string> names() const;  // families as "PREFIX:NAME"
+  struct Family {
+    std::string prefix;
+    std::function<BackendInfo(const std::string& name)> make;
+    std::string description, selection;
+  };
+  const std::vector<Family>& families() const { return families_; }
+
+  // Loads a backend plugin (a shared library exporting collie_backend_plugin)
+  // and registers it. Returns its name. Throws Error(kUsage) saying what is
+  // wrong: the file, the symbol, the ABI version, a duplicate name.
+  std::string load_plugin(const std::string& path);
+
+ private:
+  mutable std::vector<std::unique_ptr<BackendInfo>> backends_;  // families' members join on first find()
+  std::vector<Family> families_;
+  std::vector<void*> handles_;  // dlopen handles, kept for the process lifetime
+};
+
+// Keeps one job running between runs (collie conformance over a process
+// backend: a job is started once for every case of its world size). get()
+// returns the kept job when it is reusable, of the same backend and world
+// size, else starts a new one (ending the kept one first); release() ends
+// the job unless it can run again. In-process jobs are never kept.
+class JobCache {
+ public:
+  Job& get(const BackendInfo& info, const JobOptions& options, bool processes);
+  void release();
+  void clear() { job_.reset(); }
+
+ private:
+  std::unique_ptr<Job> job_;
+  std::string backend_;
+  int world_ = 0;
+};
+
+// How a job of `info` runs: its own processes when `processes` (the
+// backend must have start), else in this process over its transports.
+std::unique_ptr<Job> start_job(const BackendInfo& info, const JobOptions& options, bool processes);
+
+}  // namespace collie

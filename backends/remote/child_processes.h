@@ -1,0 +1,91 @@
+// The processes a job starts (rank processes, or one launcher such as
+// mpirun that starts them), owned so that none outlives the job.
+//
+// Every child runs in one new process group, gets SIGKILL if this process
+// dies (PR_SET_PDEATHSIG), and has its stdout and stderr captured (the tail
+// is kept for error messages). Destroying the set, or terminate(), sends
+// SIGTERM to the group, waits a grace period, then SIGKILLs what is left,
+// and reaps everything.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace collie::remote {
+
+struct ChildSpec {
+  std::vector<std::string> argv;                            // argv[0] is looked up in PATH
+  std::vector<std::pair<std::string, std::string>> env;     // set on top of this process's environment
+  int cpu = -1;                                             // pin it to this CPU (-1: do not)
+};
+
+class ChildProcesses {
+ public:
+  // Starts every child. A program that cannot be executed exits with code
+  // 127 after writing why to its (captured) stderr.
+  explicit ChildProcesses(const std::vector<ChildSpec>& children);
+  ~ChildProcesses();
+  ChildProcesses(const ChildProcesses&) = delete;
+  ChildProcesses& operator=(const ChildProcesses&) = delete;
+
+  std::size_t size() const { return children_.size(); }
+  pid_t pid(std::size_t i) const { return children_[i].pid; }
+
+  // Collects the exit status of every child that has ended (non-blocking).
+  void reap();
+  // Blocks until every child has exited, taking all of their output.
+  void wait_all();
+  bool exited(std::size_t i) const { return children_[i].status.has_value(); }
+  bool all_exited() const;
+  // How child i ended: "exited with code 1", "killed by signal 9 (Killed)";
+  // empty while it runs.
+  std::string fate(std::size_t i) const;
+  // Whether child i ended normally with code 0.
+  bool succeeded(std::size_t i) const;
+
+  // The pipes carrying the children's output, for poll(); read_output()
+  // takes what is there (non-blocking) from the pipe `fd`, and hands it to
+  // the output handler as well, if one is set.
+  std::vector<int> output_fds() const;
+  void read_output(int fd);
+  void set_output_handler(std::function<void(std::size_t child, std::string_view bytes)> handler) {
+    on_output_ = std::move(handler);
+  }
+  // The last `max_bytes` child i wrote (stdout and stderr together).
+  std::string output_tail(std::size_t i, std::size_t max_bytes = 2000) const;
+
+  void signal(std::size_t i, int sig);
+  // `sig` to every child still running (the whole process group).
+  void signal_all(int sig);
+  // SIGTERM to the group, up to `grace_s` for them to exit, then SIGKILL.
+  void terminate(double grace_s = 2.0);
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    int out_fd = -1;
+    std::string output;  // the tail of what it wrote
+    std::optional<int> status;
+  };
+  std::vector<Child> children_;
+  pid_t group_ = -1;
+  std::function<void(std::size_t, std::string_view)> on_output_;
+};
+
+// "exited with code 3", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int status);
+
+// This program's own path (/proc/self/exe), to start more of itself.
+std::string self_executable();
+
+// A TCP port on 127.0.0.1 that is free now, below Linux's ephemeral range
+// (32768+) so that no outgoing connection takes it before its user binds.
+int free_local_port();
+
+}  // namespace collie::remote

@@ -1,0 +1,109 @@
+// The op protocol: how the controller -- the collie process that runs every
+// rank's program, records it and checks it -- has a rank process of a
+// process job (a worker) execute ops with the library under test. Workers:
+// collie's own (`collie worker`: collie's core over TCP), the MPI worker
+// (backends/mpi), the torch.distributed driver (backends/torch/
+// collie_torch_worker.py, which implements this protocol in Python).
+//
+// Framing: [u32 little-endian N][N bytes of a JSON object][blobs], where
+// the object's "blobs" (optional) lists the byte length of each binary
+// attachment that follows, in order.
+//
+// Handshake. The worker connects to COLLIE_CONTROLLER (host:port); the
+// controller sends {"t":"challenge","nonce":HEX}; the worker answers
+//   {"t":"hello","rank":R,"world":W,"pid":P,"host":H,"library":TEXT,"mac":HEX}
+// with mac = hex(HMAC-SHA256(COLLIE_JOB_TOKEN, "collie op worker " + nonce +
+// " " + R)). The controller reads at most kMaxUnauthenticatedBytes before
+// the mac checks, and refuses a rank it already has or one out of range.
+//
+// Controller -> worker (a worker executes them in order):
+//   {"t":"begin"}   a run starts: the last run's groups and handles are
+//                   dropped; group 0 is a new group of every rank (the run's
+//                   world), so no message of one run can meet another's.
+//   {"t":"group","group":G,"ranks":[...]}   new_group; every rank gets it.
+//   {"t":"op","id":N,"op":OP,"group":G,"async":B,"peer":P,"any_source":B,
+//    "tag":T,"reduce_op":"SUM","list":L,"algorithm":A,"timeout_ms":T,
+//    "tensors":[{"dtype":D,"count":C}]}
+//     + one blob per tensor: the op's buffers as the caller holds them. OP
+//     is send, isend, recv, irecv, broadcast, reduce, all_reduce, scatter,
+//     gather, all_gather, all_gather_into_tensor, reduce_scatter,
+//     reduce_scatter_tensor, all_to_all, all_to_all_single or barrier.
+//     Tensor order: the op's tensor first, then its L list entries
+//     (scatter: root only; gather: root only; all_gather: every rank;
+//     reduce_scatter: the output, then the input list); all_to_all: the L
+//     outputs, then the L inputs; all_gather_into_tensor,
+//     reduce_scatter_tensor and all_to_all_single: [input, output], the
+//     last with "output_split_sizes"/"input_split_sizes" (element counts;
+//     absent: equal blocks). peer is dst, src or the root, a global rank. A
+//     blocking op (async false) is answered when it completes; an async one
+//     when it is waited for. algorithm (one of collie's) and timeout_ms
+//     (the call's own) are for collie's core; libraries ignore them.
+//   {"t":"wait","id":N}   wait for async op N.
+//   {"t":"sync","id":N}   answer {"t":"synced","id":N} (everything before is
+//                   done: a process fault may hit now).
+//   {"t":"bench","options":{...}}   run collie bench's timed loop locally.
+//   {"t":"end"}     finish and exit.
+// Worker -> controller:
+//   {"t":"done","id":N,"source":S,"not_member":B,"outputs":[k...]} + one
+//     blob per output: the new bytes of the op's tensors k.
+//   {"t":"failed","id":N,"kind":K,"error":TEXT}  K: a collie error kind
+//     ("unsupported", "invalid_argument", "timeout", ...) or "library".
+//   {"t":"bench_rows","rows":[...]} / {"t":"bench_failed","error":TEXT}
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace collie::remote {
+
+inline constexpr std::size_t kMaxUnauthenticatedBytes = 64 * 1024;
+inline constexpr std::size_t kMaxHeaderBytes = 1 << 20;
+
+struct Message {
+  nlohmann::json head;
+  std::vector<std::vector<std::byte>> blobs;
+};
+
+// A message's wire form.
+std::vector<std::byte> encode(const nlohmann::json& head, const std::vector<std::span<const std::byte>>& blobs = {});
+
+// Cuts a byte stream into messages. Bounds every length before
+// allocating: a header above max_header, or a message whose blobs add up
+// to more than max_message, is an error (thrown as std::runtime_error).
+class MessageReader {
+ public:
+  explicit MessageReader(std::size_t max_header = kMaxHeaderBytes, std::size_t max_message = std::size_t{1} << 40)
+      : max_header_(max_header), max_message_(max_message) {}
+  void set_limits(std::size_t max_header, std::size_t max_message) {
+    max_header_ = max_header;
+    max_message_ = max_message;
+  }
+  void feed(const std::byte* data, std::size_t n);
+  // The next complete message, if one has arrived.
+  std::optional<Message> next();
+  std::size_t buffered() const { return buf_.size() - at_; }
+
+ private:
+  std::vector<std::byte> buf_;
+  std::size_t at_ = 0;
+  std::size_t max_header_, max_message_;
+};
+
+// Blocking I/O on a connected socket (workers). read_message throws
+// std::runtime_error on EOF or a malformed message.
+Message read_message(int fd, MessageReader& reader);
+void write_message(int fd, const nlohmann::json& head, const std::vector<std::span<const std::byte>>& blobs = {});
+
+// The hello's proof of the job token.
+std::string hello_mac(const std::string& token, const std::string& nonce_hex, int rank);
+
+// Connects to "host:port" (COLLIE_CONTROLLER); throws std::runtime_error.
+int connect_to(const std::string& address);
+
+}  // namespace collie::remote

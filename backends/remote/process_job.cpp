@@ -1,0 +1,945 @@
+#include "backends/remote/process_job.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <sstream>
+
+#include "backends/remote/op_protocol.h"
+#include "backends/tcp/auth.h"
+#include "core/error.h"
+
+namespace collie::remote {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void usage(const std::string& msg) { throw Error(ErrorKind::kUsage, OpContext{}, msg); }
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+std::string seconds(Nanos ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ns) / 1e9);
+  return b;
+}
+
+std::optional<ErrorKind> parse_kind(const std::string& k) {
+  for (int i = 0; i <= static_cast<int>(ErrorKind::kUnsupported); ++i)
+    if (error_kind_name(static_cast<ErrorKind>(i)) == k) return static_cast<ErrorKind>(i);
+  return std::nullopt;
+}
+
+// One op sent to a rank's process and not answered yet -- or held back
+// until the process has done everything before it, for a fault to hit it.
+struct Pending {
+  std::shared_ptr<WorkState> work;
+  std::vector<TensorView> tensors;  // the caller's buffers, where outputs land
+  bool async = false;
+  bool wait_sent = false;
+  // Held for a process fault: the op's message (sent once the process
+  // answered "synced"), the fault, and whether its wait was asked for.
+  std::optional<json> held;
+  const ProcessFault* fault = nullptr;
+  bool wait_wanted = false;
+};
+
+struct RankLink {
+  int fd = -1;
+  MessageReader reader;
+  std::deque<std::vector<std::byte>> out;
+  std::size_t out_off = 0;
+  pid_t pid = -1;
+  std::string host;
+  bool dead = false;
+  std::string fate;          // how its process ended, once dead
+  bool crashed = false;      // killed by an injected fault
+  std::shared_ptr<OpInfo> last_op;  // the last op it started in this run
+  std::string last_op_text;
+};
+
+class ProcessJob;
+
+// One rank's ops, forwarded to its process.
+class RemoteDist final : public Dist {
+ public:
+  RemoteDist(ProcessJob& job, int rank, int world);
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  Executor& executor() override;
+  Group world() const override { return world_group_; }
+  Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override;
+
+  Work send(TensorView t, int dst, int tag, const Group& g) override { return p2p("send", false, t, dst, tag, g); }
+  Work isend(TensorView t, int dst, int tag, const Group& g) override { return p2p("isend", true, t, dst, tag, g); }
+  Work recv(TensorView t, int src, int tag, const Group& g) override { return p2p("recv", false, t, src, tag, g); }
+  Work irecv(TensorView t, int src, int tag, const Group& g) override { return p2p("irecv", true, t, src, tag, g); }
+
+  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
+    return collective("broadcast", g, o, src, std::nullopt, {t}, 0);
+  }
+  Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return collective("reduce", g, o, dst, op, {t}, 0);
+  }
+  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return collective("all_reduce", g, o, -1, op, {t}, 0);
+  }
+  Work scatter(TensorView out, int src, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
+    std::vector<TensorView> ts{out};
+    ts.insert(ts.end(), list.begin(), list.end());
+    return collective("scatter", g, o, src, std::nullopt, std::move(ts), static_cast<int>(list.size()));
+  }
+  Work gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
+    std::vector<TensorView> ts{in};
+    ts.insert(ts.end(), list.begin(), list.end());
+    return collective("gather", g, o, dst, std::nullopt, std::move(ts), static_cast<int>(list.size()));
+  }
+  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override {
+    std::vector<TensorView> ts{in};
+    ts.insert(ts.end(), list.begin(), list.end());
+    return collective("all_gather", g, o, -1, std::nullopt, std::move(ts), static_cast<int>(list.size()));
+  }
+  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g, CollectiveOptions o) override {
+    return collective("all_gather_into_tensor", g, o, -1, std::nullopt, {in, out}, 0);
+  }
+  Work reduce_scatter(TensorView out, std::span<const TensorView> list, ReduceOp op, const Group& g,
+                      CollectiveOptions o) override {
+    std::vector<TensorView> ts{out};
+    ts.insert(ts.end(), list.begin(), list.end());
+    return collective("reduce_scatter", g, o, -1, op, std::move(ts), static_cast<int>(list.size()));
+  }
+  Work reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return collective("reduce_scatter_tensor", g, o, -1, op, {in, out}, 0);
+  }
+  Work all_to_all(std::span<const TensorView> out, std::span<const TensorView> in, const Group& g,
+                  CollectiveOptions o) override {
+    if (out.size() != in.size())
+      throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "all_to_all", resolve(g).name, -1, {}},
+                  "output_list has " + std::to_string(out.size()) + " tensors but input_list has " +
+                      std::to_string(in.size()));
+    std::vector<TensorView> ts(out.begin(), out.end());
+    ts.insert(ts.end(), in.begin(), in.end());
+    return collective("all_to_all", g, o, -1, std::nullopt, std::move(ts), static_cast<int>(out.size()));
+  }
+  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
+                         std::span<const std::size_t> in_splits, const Group& g, CollectiveOptions o) override {
+    json extra;
+    if (!out_splits.empty()) extra["output_split_sizes"] = std::vector<std::size_t>(out_splits.begin(), out_splits.end());
+    if (!in_splits.empty()) extra["input_split_sizes"] = std::vector<std::size_t>(in_splits.begin(), in_splits.end());
+    return collective("all_to_all_single", g, o, -1, std::nullopt, {in, out}, 0, std::move(extra));
+  }
+  Work barrier(const Group& g, CollectiveOptions o) override {
+    return collective("barrier", g, o, -1, std::nullopt, {}, 0);
+  }
+  std::vector<std::string> describe_pending() const override;
+
+ private:
+  GroupState& resolve(const Group& g) const { return *(g.is_world_default() ? world_group_.state() : g.state()); }
+  Work p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g);
+  // `extra`: more fields of the op message (all_to_all_single's splits).
+  Work collective(const char* op, const Group& g, const CollectiveOptions& o, int root, std::optional<ReduceOp> rop,
+                  std::vector<TensorView> tensors, int list, json extra = json::object());
+
+  ProcessJob& job_;
+  int rank_;
+  int world_;
+  Group world_group_;
+  int groups_ = 0;
+  std::uint64_t ops_ = 0;
+};
+
+class ProcessJob final : public Job, public Executor {
+ public:
+  ProcessJob(const ProcessJobSpec& spec, const JobOptions& options) : spec_(spec), options_(options) {
+    world_ = options.world_size;
+    t0_ = std::chrono::steady_clock::now();
+    ranks_.resize(static_cast<std::size_t>(world_));
+    start();
+  }
+  ~ProcessJob() override {
+    for (auto& r : ranks_) {
+      if (r.fd < 0 || r.dead) continue;
+      queue(r, json{{"t", "end"}}, {});
+      flush(r);
+    }
+    if (children_) children_->terminate(2.0);
+    for (auto& r : ranks_)
+      if (r.fd >= 0) ::close(r.fd);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  // ---- Job ----------------------------------------------------------------
+  int world_size() const override { return world_; }
+  std::string implementation() const override { return implementation_; }
+  bool reusable() const override { return reusable_; }
+  void set_run_options(const JobOptions& o) override {
+    options_.timeout_ns = o.timeout_ns;
+    options_.process_faults = o.process_faults;
+  }
+  RunResult run(const DistProgram& program, const RunContext& context) override;
+  std::string bench_in_ranks(const std::string& options_json) override;
+
+  // ---- Executor -----------------------------------------------------------
+  void schedule(std::coroutine_handle<> h) override { ready_.push_back(h); }
+  void schedule_at(Nanos when, std::coroutine_handle<> h) override { timers_.emplace(when, h); }
+  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override {
+    const Drive d = drive(done, deadline);
+    if (d == Drive::kStalled)
+      throw Error(ErrorKind::kTimeout, OpContext{}, "no rank of the job made progress for " + seconds(stall_timeout()));
+    return d == Drive::kDone;
+  }
+  Nanos now() const override {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  void awaited(WorkState& w) noexcept override {
+    if (!w.info) return;
+    auto it = pending_.find({w.info->rank, w.info->id});
+    if (it == pending_.end() || !it->second.async || it->second.wait_sent) return;
+    if (it->second.held) {
+      it->second.wait_wanted = true;
+      return;
+    }
+    it->second.wait_sent = true;
+    RankLink& r = ranks_[static_cast<std::size_t>(w.info->rank)];
+    if (r.dead) return;
+    queue(r, json{{"t", "wait"}, {"id", w.info->id}}, {});
+    flush(r);
+  }
+
+  // ---- for RemoteDist ------------------------------------------------------
+  // Sends op `info` with its buffers; the Work completes when the answer comes.
+  Work issue(int rank, const std::shared_ptr<OpInfo>& info, json head, std::vector<TensorView> tensors, bool async,
+             std::string description);
+  void new_group(int rank, int id, const std::vector<int>& ranks, Nanos timeout_ns, const std::string& name) {
+    RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+    if (r.dead) return;
+    json head{{"t", "group"}, {"group", id}, {"ranks", ranks}, {"name", name}};
+    if (timeout_ns > 0) head["timeout_ms"] = timeout_ns / 1'000'000;
+    queue(r, head, {});
+    flush(r);
+  }
+  std::vector<std::string> pending_of(int rank) const {
+    std::vector<std::string> out;
+    for (const auto& [key, p] : pending_)
+      if (key.first == rank) out.push_back(p.work->describe());
+    return out;
+  }
+
+ private:
+  enum class Drive { kDone, kDeadline, kStalled };
+
+  void start();
+  void handshake(int fd, std::map<int, MessageReader>& readers, std::map<int, std::string>& nonces);
+  [[noreturn]] void failed_start(const std::string& why);
+  void queue(RankLink& r, const json& head, const std::vector<std::span<const std::byte>>& blobs);
+  void flush(RankLink& r);
+  void on_readable(int rank);
+  void on_message(int rank, Message m);
+  void lost(int rank, const std::string& why);
+  Drive drive(const std::function<bool()>& done, std::optional<Nanos> deadline);
+  Nanos stall_timeout() const {
+    // The library's own timeouts (the op timeout, passed on) fire first.
+    return options_.timeout_ns > 0 ? options_.timeout_ns + 5'000'000'000 : 60'000'000'000;
+  }
+  const ProcessFault* fault_for(int rank, std::uint64_t op_number) const;
+  void send_op(int rank, Pending& p, const json& head);
+  void on_synced(int rank, std::uint64_t id);
+  std::string hang_report(const std::vector<int>& blocked) const;
+
+  ProcessJobSpec spec_;
+  JobOptions options_;
+  int world_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+  int listen_fd_ = -1;
+  std::string token_;
+  std::unique_ptr<ChildProcesses> children_;
+  std::vector<RankLink> ranks_;
+  std::map<std::pair<int, std::uint64_t>, Pending> pending_;
+  std::deque<std::coroutine_handle<>> ready_;
+  std::multimap<Nanos, std::coroutine_handle<>> timers_;
+  std::multimap<Nanos, int> resume_at_;  // stalled ranks' SIGCONT times
+  Nanos last_progress_ = 0;
+  bool reusable_ = true;
+  bool in_run_ = false;
+  std::string implementation_;
+  std::map<int, json> bench_answers_;
+  std::uint64_t run_number_ = 0;
+  Nanos run_started_ = 0;
+  friend class RemoteDist;
+};
+
+// ---- RemoteDist ------------------------------------------------------------
+
+RemoteDist::RemoteDist(ProcessJob& job, int rank, int world) : job_(job), rank_(rank), world_(world) {
+  auto w = std::make_shared<GroupState>();
+  w->id = 0;
+  w->members = world_members(world, &w->digest);
+  w->my_rank = rank;
+  w->name = "world";
+  world_group_ = Group(std::move(w));
+}
+
+Executor& RemoteDist::executor() { return job_; }
+
+Group RemoteDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] < 0 || sorted[i] >= world_ || (i && sorted[i] == sorted[i - 1]))
+      throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "new_group", "", -1, {}},
+                  "new_group: rank " + std::to_string(sorted[i]) + " is " +
+                      (sorted[i] < 0 || sorted[i] >= world_ ? "out of range for world " + std::to_string(world_)
+                                                           : std::string("listed twice")));
+  auto g = std::make_shared<GroupState>();
+  g->id = ++groups_;
+  g->members = std::make_shared<const std::vector<int>>(sorted);
+  g->digest = group_digest(sorted);
+  const auto at = std::find(sorted.begin(), sorted.end(), rank_);
+  g->my_rank = at == sorted.end() ? -1 : static_cast<int>(at - sorted.begin());
+  if (name.empty()) {
+    name = "group " + std::to_string(g->id) + " {";
+    for (std::size_t i = 0; i < sorted.size(); ++i) name += (i ? "," : "") + std::to_string(sorted[i]);
+    name += "}";
+  }
+  g->name = std::move(name);
+  g->timeout_ns = timeout_ns;
+  job_.new_group(rank_, g->id, ranks, timeout_ns > 0 ? timeout_ns : job_.options_.timeout_ns, g->name);
+  return Group(std::move(g));
+}
+
+Work RemoteDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g) {
+  GroupState& gs = resolve(g);
+  auto info = std::allocate_shared<OpInfo>(PoolAllocator<OpInfo>{});
+  info->rank = rank_;
+  info->op = op;
+  info->group = gs.name;
+  info->seq = static_cast<std::int64_t>(++gs.p2p_seq);
+  info->id = ++ops_;
+  info->is_send = info->op == "send" || info->op == "isend";
+  info->any_source = peer == kAnySource;
+  info->peer = peer;
+  info->tag = tag;
+  info->dtype = t.dtype;
+  info->count = t.count;
+  json head{{"t", "op"}, {"id", info->id}, {"op", op}, {"group", gs.id}, {"async", async}, {"tag", tag}};
+  if (peer == kAnySource) head["any_source"] = true;
+  else head["peer"] = peer;
+  return job_.issue(rank_, info, std::move(head), {t}, async, info->describe());
+}
+
+Work RemoteDist::collective(const char* op, const Group& g, const CollectiveOptions& o, int root,
+                            std::optional<ReduceOp> rop, std::vector<TensorView> tensors, int list, json extra) {
+  GroupState& gs = resolve(g);
+  auto info = std::allocate_shared<OpInfo>(PoolAllocator<OpInfo>{});
+  info->rank = rank_;
+  info->op = op;
+  info->group = gs.name;
+  info->seq = static_cast<std::int64_t>(++gs.coll_seq);
+  info->id = ++ops_;
+  info->peer = root;
+  if (!tensors.empty()) {
+    info->dtype = tensors[0].dtype;
+    info->count = tensors[0].count;
+  }
+  json head{{"t", "op"}, {"id", info->id}, {"op", op}, {"group", gs.id}, {"async", o.async_op}};
+  std::string call = std::string(op) + "(";
+  if (!tensors.empty()) call += std::string(dtype_name(tensors[0].dtype)) + " x " + std::to_string(tensors[0].count);
+  if (rop) {
+    head["reduce_op"] = std::string(reduce_op_name(*rop));
+    call += ", " + std::string(reduce_op_name(*rop));
+  }
+  if (root >= 0) {
+    head["peer"] = root;
+    call += ", root " + std::to_string(root);
+  }
+  if (list > 0) head["list"] = list;
+  if (extra.is_object()) head.update(extra);
+  if (o.timeout_ns > 0) head["timeout_ms"] = o.timeout_ns / 1'000'000;
+  if (o.algorithm != Algorithm::kAuto) head["algorithm"] = std::string(algorithm_name(o.algorithm));
+  const std::string what = "rank " + std::to_string(rank_) + ": " + call + ") #" + std::to_string(info->seq) + " on " + gs.name;
+  return job_.issue(rank_, info, std::move(head), std::move(tensors), o.async_op, what);
+}
+
+std::vector<std::string> RemoteDist::describe_pending() const { return job_.pending_of(rank_); }
+
+// ---- ProcessJob: starting ---------------------------------------------------
+
+void ProcessJob::failed_start(const std::string& why) {
+  std::string msg = spec_.backend + ": " + why;
+  if (children_) {
+    children_->reap();
+    for (int fd : children_->output_fds()) children_->read_output(fd);
+    std::string out;
+    for (std::size_t i = 0; i < children_->size() && out.empty(); ++i) out = children_->output_tail(i);
+    if (spec_.explain_failed_start) {
+      const std::string advice = spec_.explain_failed_start(out);
+      if (!advice.empty()) msg += "; " + advice;
+    } else if (!last_line(out).empty()) {
+      msg += ": " + last_line(out);
+    }
+    children_->terminate(1.0);
+  }
+  throw Error(ErrorKind::kUsage, OpContext{}, msg);
+}
+
+void ProcessJob::start() {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) usage(spec_.backend + ": cannot create a socket: " + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, spec_.listen_host.c_str(), &addr.sin_addr) != 1)
+    usage(spec_.backend + ": the controller address '" + spec_.listen_host + "' is not an IPv4 address");
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 128) != 0)
+    usage(spec_.backend + ": cannot listen on " + spec_.listen_host + ": " + std::strerror(errno));
+  socklen_t len = sizeof addr;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string controller = spec_.listen_host + ":" + std::to_string(ntohs(addr.sin_port));
+  const std::string token = tcp::random_token();
+  token_ = token;
+  try {
+    children_ = std::make_unique<ChildProcesses>(spec_.children(world_, controller, token));
+  } catch (const std::exception& e) {
+    usage(spec_.backend + ": cannot start the job: " + e.what());
+  }
+
+  std::map<int, MessageReader> readers;  // connections still proving themselves
+  std::map<int, std::string> nonces;
+  int joined = 0;
+  const Nanos until = now() + spec_.start_timeout_ns;
+  while (joined < world_) {
+    std::vector<pollfd> fds;
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (const auto& [fd, r] : readers) fds.push_back({fd, POLLIN, 0});
+    for (int fd : children_->output_fds()) fds.push_back({fd, POLLIN, 0});
+    const int rc = ::poll(fds.data(), fds.size(), 100);
+    if (rc < 0 && errno != EINTR) failed_start(std::string("poll failed: ") + std::strerror(errno));
+    for (const pollfd& p : fds) {
+      if (!p.revents) continue;
+      if (p.fd == listen_fd_) {
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;  // EMFILE and friends: keep accepting the others
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        const std::string nonce = tcp::to_hex(tcp::fresh_nonce());
+        try {
+          write_message(fd, json{{"t", "challenge"}, {"nonce", nonce}});
+        } catch (const std::exception&) {
+          ::close(fd);
+          continue;
+        }
+        readers.emplace(fd, MessageReader(kMaxUnauthenticatedBytes, 0));
+        nonces[fd] = nonce;
+      } else if (readers.count(p.fd)) {
+        handshake(p.fd, readers, nonces);
+      } else {
+        children_->read_output(p.fd);
+      }
+    }
+    joined = 0;
+    for (const RankLink& r : ranks_) joined += r.fd >= 0 ? 1 : 0;
+    if (joined == world_) break;
+    children_->reap();
+    for (std::size_t i = 0; i < children_->size(); ++i) {
+      if (!children_->exited(i)) continue;
+      const std::string who = spec_.child_per_rank ? "rank " + std::to_string(i) + "'s process" : "the launcher";
+      failed_start(who + " " + children_->fate(i) + " before every rank joined the job (" + std::to_string(joined) +
+                   "/" + std::to_string(world_) + " joined)");
+    }
+    if (now() > until) {
+      std::string missing;
+      for (int r = 0; r < world_; ++r)
+        if (ranks_[static_cast<std::size_t>(r)].fd < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      failed_start(std::to_string(joined) + "/" + std::to_string(world_) + " ranks joined within " +
+                   seconds(spec_.start_timeout_ns) + "; missing: " + missing);
+    }
+  }
+  for (const auto& [fd, r] : readers) ::close(fd);
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+  for (RankLink& r : ranks_) {
+    r.reader.set_limits(kMaxHeaderBytes, std::size_t{1} << 40);
+    ::fcntl(r.fd, F_SETFL, ::fcntl(r.fd, F_GETFL) | O_NONBLOCK);
+  }
+}
+
+void ProcessJob::handshake(int fd, std::map<int, MessageReader>& readers, std::map<int, std::string>& nonces) {
+  auto drop = [&] {
+    ::close(fd);
+    readers.erase(fd);
+    nonces.erase(fd);
+  };
+  std::byte buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n <= 0) {
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    drop();
+    return;
+  }
+  MessageReader& reader = readers.at(fd);
+  std::optional<Message> m;
+  try {
+    reader.feed(buf, static_cast<std::size_t>(n));
+    m = reader.next();
+  } catch (const std::exception&) {
+    drop();  // too large or malformed before authenticating
+    return;
+  }
+  if (!m) {
+    if (reader.buffered() > kMaxUnauthenticatedBytes) drop();
+    return;
+  }
+  const json& h = m->head;
+  const int rank = h.value("rank", -1);
+  const bool ok = h.value("t", "") == "hello" && rank >= 0 && rank < world_ &&
+                  h.value("mac", "") == hello_mac(token_, nonces[fd], rank) && h.value("world", -1) == world_ &&
+                  ranks_[static_cast<std::size_t>(rank)].fd < 0;
+  if (!ok) {
+    drop();
+    return;
+  }
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  r.fd = fd;
+  r.pid = h.value("pid", -1);
+  r.host = h.value("host", "");
+  if (rank == 0) implementation_ = h.value("library", spec_.backend);
+  readers.erase(fd);
+  nonces.erase(fd);
+}
+
+// ---- ProcessJob: I/O --------------------------------------------------------
+
+void ProcessJob::queue(RankLink& r, const json& head, const std::vector<std::span<const std::byte>>& blobs) {
+  r.out.push_back(encode(head, blobs));
+}
+
+void ProcessJob::flush(RankLink& r) {
+  while (!r.out.empty() && !r.dead) {
+    const auto& front = r.out.front();
+    const ssize_t n = ::send(r.fd, front.data() + r.out_off, front.size() - r.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      return;  // the reader side notices the lost connection
+    }
+    r.out_off += static_cast<std::size_t>(n);
+    if (r.out_off == front.size()) {
+      r.out.pop_front();
+      r.out_off = 0;
+    }
+  }
+}
+
+void ProcessJob::on_readable(int rank) {
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  std::byte buf[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(r.fd, buf, sizeof buf);
+    if (n > 0) {
+      try {
+        r.reader.feed(buf, static_cast<std::size_t>(n));
+        while (auto m = r.reader.next()) on_message(rank, std::move(*m));
+      } catch (const std::exception& e) {
+        lost(rank, std::string("sent a malformed message (") + e.what() + ")");
+        return;
+      }
+      continue;
+    }
+    if (n == 0) {
+      lost(rank, "");
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) lost(rank, std::strerror(errno));
+    return;
+  }
+}
+
+void ProcessJob::on_message(int rank, Message m) {
+  last_progress_ = now();
+  const json& h = m.head;
+  const std::string t = h.value("t", "");
+  if (t == "bench_rows" || t == "bench_failed") {
+    bench_answers_[rank] = std::move(m.head);
+    return;
+  }
+  if (t == "synced") {
+    on_synced(rank, h.value("id", std::uint64_t{0}));
+    return;
+  }
+  if (t != "done" && t != "failed") return;
+  const std::uint64_t id = h.value("id", std::uint64_t{0});
+  auto it = pending_.find({rank, id});
+  if (it == pending_.end()) return;  // an answer from an earlier run, or to nothing
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  WorkState& w = *p.work;
+  const OpInfo& info = *w.info;
+  if (t == "failed") {
+    const std::string kind = h.value("kind", "library");
+    const std::string text = h.value("error", "(no message)");
+    const auto k = parse_kind(kind);
+    if (!k || *k != ErrorKind::kUnsupported) reusable_ = false;  // a library error may leave it inconsistent
+    if (k) {
+      OpContext ctx = info.context();
+      if (h.contains("context") && h["context"].is_object()) {
+        const json& c = h["context"];
+        ctx = OpContext{c.value("rank", -1), c.value("op", ""), c.value("group", ""), c.value("seq", std::int64_t{-1}),
+                        c.value("peers", std::vector<int>{})};
+      }
+      w.finish(std::make_exception_ptr(Error(*k, std::move(ctx), text)));
+    } else {
+      w.finish(std::make_exception_ptr(LibraryError(w.describe() + ": " + text)));
+    }
+    return;
+  }
+  w.source = h.value("source", -1);
+  w.not_member = h.value("not_member", false);
+  const json outputs = h.value("outputs", json::array());
+  if (!outputs.is_array() || outputs.size() != m.blobs.size()) {
+    reusable_ = false;
+    w.finish(std::make_exception_ptr(
+        Error(ErrorKind::kTransport, info.context(), "rank " + std::to_string(rank) + "'s process answered with " +
+                                                         std::to_string(m.blobs.size()) + " buffers for " +
+                                                         std::to_string(outputs.size()) + " outputs (a worker bug)")));
+    return;
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const auto idx = outputs[k].get<std::size_t>();
+    if (idx >= p.tensors.size() || m.blobs[k].size() != p.tensors[idx].bytes()) {
+      reusable_ = false;
+      w.finish(std::make_exception_ptr(Error(
+          ErrorKind::kTransport, info.context(),
+          "rank " + std::to_string(rank) + "'s process returned " + std::to_string(m.blobs[k].size()) +
+              " bytes for buffer " + std::to_string(idx) + " of " + w.describe() + ", which holds " +
+              (idx < p.tensors.size() ? std::to_string(p.tensors[idx].bytes()) : std::string("nothing")))));
+      return;
+    }
+    if (!m.blobs[k].empty()) std::memcpy(p.tensors[idx].data, m.blobs[k].data(), m.blobs[k].size());
+  }
+  w.finish();
+}
+
+void ProcessJob::lost(int rank, const std::string& why) {
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  if (r.dead) return;
+  r.dead = true;
+  reusable_ = false;
+  // The process is usually gone by the time its connection closes; give it
+  // a moment to be reaped so that its fate can be named.
+  if (children_) {
+    for (int i = 0; i < 50; ++i) {
+      children_->reap();
+      const std::size_t c = spec_.child_per_rank ? static_cast<std::size_t>(rank) : 0;
+      if (c < children_->size() && children_->exited(c)) break;
+      ::poll(nullptr, 0, 2);
+    }
+  }
+  if (r.fate.empty()) {
+    if (spec_.child_per_rank && children_ && children_->exited(static_cast<std::size_t>(rank))) {
+      r.fate = children_->fate(static_cast<std::size_t>(rank));
+    } else if (!spec_.child_per_rank && children_ && children_->exited(0)) {
+      r.fate = "ended with the job: the launcher " + children_->fate(0);
+    } else {
+      r.fate = "closed its connection" + (why.empty() ? std::string() : " (" + why + ")");
+    }
+  }
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->first.first != rank) {
+      ++it;
+      continue;
+    }
+    WorkState& w = *it->second.work;
+    auto err = std::make_exception_ptr(Error(ErrorKind::kTransport, w.info->context(),
+                                             "rank " + std::to_string(rank) + "'s process " + r.fate + " during " +
+                                                 w.describe()));
+    auto keep = it->second.work;
+    it = pending_.erase(it);
+    keep->finish(err);
+  }
+}
+
+ProcessJob::Drive ProcessJob::drive(const std::function<bool()>& done, std::optional<Nanos> deadline) {
+  for (;;) {
+    while (!ready_.empty()) {
+      auto h = ready_.front();
+      ready_.pop_front();
+      h.resume();
+    }
+    if (done()) return Drive::kDone;
+    const Nanos t = now();
+    bool fired = false;
+    while (!timers_.empty() && timers_.begin()->first <= t) {
+      ready_.push_back(timers_.begin()->second);
+      timers_.erase(timers_.begin());
+      fired = true;
+    }
+    while (!resume_at_.empty() && resume_at_.begin()->first <= t) {
+      const int rank = resume_at_.begin()->second;
+      resume_at_.erase(resume_at_.begin());
+      RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+      if (!r.dead && r.pid > 0) ::kill(r.pid, SIGCONT);
+      last_progress_ = t;
+    }
+    if (fired) continue;
+    if (deadline && t >= *deadline) return Drive::kDeadline;
+    if (t - last_progress_ >= stall_timeout()) return Drive::kStalled;
+    Nanos wake = last_progress_ + stall_timeout();
+    if (deadline) wake = std::min(wake, *deadline);
+    if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first);
+    if (!resume_at_.empty()) wake = std::min(wake, resume_at_.begin()->first);
+    std::vector<pollfd> fds;
+    std::vector<int> who;
+    for (int rank = 0; rank < world_; ++rank) {
+      RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+      if (r.dead) continue;
+      fds.push_back({r.fd, static_cast<short>(POLLIN | (r.out.empty() ? 0 : POLLOUT)), 0});
+      who.push_back(rank);
+    }
+    if (children_)
+      for (int fd : children_->output_fds()) {
+        fds.push_back({fd, POLLIN, 0});
+        who.push_back(-1);
+      }
+    const int ms = static_cast<int>(std::clamp<Nanos>((wake - t + 999'999) / 1'000'000, 0, 1000));
+    const int rc = ::poll(fds.data(), fds.size(), ms);
+    if (rc < 0 && errno != EINTR) throw Error(ErrorKind::kTransport, OpContext{}, std::string("poll: ") + std::strerror(errno));
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      if (who[i] < 0) {
+        children_->read_output(fds[i].fd);
+        continue;
+      }
+      RankLink& r = ranks_[static_cast<std::size_t>(who[i])];
+      if (fds[i].revents & POLLOUT) flush(r);
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) on_readable(who[i]);
+    }
+  }
+}
+
+const ProcessFault* ProcessJob::fault_for(int rank, std::uint64_t op_number) const {
+  const RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  for (const ProcessFault& f : options_.process_faults)
+    if (f.rank == rank && f.before_op == op_number && !r.dead && r.pid > 0) return &f;
+  return nullptr;
+}
+
+void ProcessJob::send_op(int rank, Pending& p, const json& head) {
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  std::vector<std::span<const std::byte>> blobs;
+  for (const TensorView& t : p.tensors) blobs.emplace_back(t.byte_data(), t.bytes());
+  queue(r, head, blobs);
+  flush(r);
+}
+
+// The process of `rank` has done everything before held op `id`: the fault
+// hits now.
+void ProcessJob::on_synced(int rank, std::uint64_t id) {
+  auto it = pending_.find({rank, id});
+  if (it == pending_.end() || !it->second.held) return;
+  Pending& p = it->second;
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  const ProcessFault& f = *p.fault;
+  reusable_ = false;
+  if (f.kind == ProcessFault::Kind::kCrash) {
+    ::kill(r.pid, SIGKILL);
+    r.crashed = true;
+    if (children_ && spec_.child_per_rank)
+      for (int i = 0; i < 500 && !children_->exited(static_cast<std::size_t>(rank)); ++i) {
+        children_->reap();
+        if (!children_->exited(static_cast<std::size_t>(rank))) ::poll(nullptr, 0, 1);
+      }
+    r.fate = "was killed (SIGKILL) by the injected fault " + f.text + " before " + p.work->describe();
+    lost(rank, "");
+    return;
+  }
+  ::kill(r.pid, SIGSTOP);
+  resume_at_.emplace(now() + f.stall_ms * 1'000'000, rank);
+  const json head = std::move(*p.held);
+  p.held.reset();
+  send_op(rank, p, head);
+  if (p.wait_wanted) {
+    p.wait_sent = true;
+    queue(r, json{{"t", "wait"}, {"id", id}}, {});
+    flush(r);
+  }
+}
+
+Work ProcessJob::issue(int rank, const std::shared_ptr<OpInfo>& info, json head, std::vector<TensorView> tensors,
+                       bool async, std::string description) {
+  RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+  auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
+  w->executor = this;
+  w->info = info;
+  w->description = std::move(description);
+  w->posted_at = now();
+  info->started_at = w->posted_at;
+  r.last_op = info;
+  r.last_op_text = w->description;
+  if (r.dead) {
+    w->finish(std::make_exception_ptr(
+        Error(ErrorKind::kTransport, info->context(), "rank " + std::to_string(rank) + "'s process " + r.fate)));
+    return Work(w);
+  }
+  json ts = json::array();
+  for (const TensorView& t : tensors) ts.push_back(json{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}});
+  head["tensors"] = std::move(ts);
+  Pending& p = pending_.emplace(std::make_pair(rank, info->id), Pending{w, std::move(tensors), async, false, std::nullopt, nullptr, false}).first->second;
+  if (const ProcessFault* f = fault_for(rank, info->id)) {
+    // The fault hits once the process has done everything before this op.
+    p.held = std::move(head);
+    p.fault = f;
+    queue(r, json{{"t", "sync"}, {"id", info->id}}, {});
+    flush(r);
+    return Work(w);
+  }
+  send_op(rank, p, head);
+  return Work(w);
+}
+
+std::string ProcessJob::hang_report(const std::vector<int>& blocked) const {
+  std::ostringstream os;
+  const Nanos t = now();
+  os << "no rank answered for " << seconds(t - last_progress_) << " (" << spec_.backend
+     << " hangs, or an op is slower than the timeout; --timeout-us sets it); each rank's last started op:\n";
+  for (int rank = 0; rank < world_; ++rank) {
+    const RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+    const bool is_blocked = std::find(blocked.begin(), blocked.end(), rank) != blocked.end();
+    os << "  rank " << rank << ": ";
+    if (!r.last_op) {
+      os << "started no op";
+    } else {
+      os << r.last_op_text.substr(r.last_op_text.find(": ") == std::string::npos ? 0 : r.last_op_text.find(": ") + 2)
+         << ", started " << seconds(t - r.last_op->started_at) << " ago";
+    }
+    os << (is_blocked ? " -- blocked" : r.dead ? " -- its process " + r.fate : " -- finished") << "\n";
+  }
+  return os.str();
+}
+
+// ---- ProcessJob: a run ------------------------------------------------------
+
+RunResult ProcessJob::run(const DistProgram& program, const RunContext& context) {
+  if (!reusable_ || in_run_)
+    throw Error(ErrorKind::kUsage, OpContext{}, spec_.backend + ": this job cannot run again (a run left it broken)");
+  in_run_ = true;
+  ++run_number_;
+  run_started_ = now();
+  last_progress_ = run_started_;
+  for (RankLink& r : ranks_) {
+    r.last_op.reset();
+    r.last_op_text.clear();
+    if (r.dead) continue;
+    json begin{{"t", "begin"}};
+    if (options_.timeout_ns > 0) begin["timeout_ms"] = options_.timeout_ns / 1'000'000;
+    queue(r, begin, {});
+    flush(r);
+  }
+  RunResult res;
+  res.ranks.resize(static_cast<std::size_t>(world_));
+  std::size_t finished = 0;
+  {
+    std::vector<std::unique_ptr<RemoteDist>> dists;
+    for (int r = 0; r < world_; ++r) dists.push_back(std::make_unique<RemoteDist>(*this, r, world_));
+    SpawnRegistry programs;
+    for (int r = 0; r < world_; ++r)
+      programs.spawn(run_rank(program, *dists[static_cast<std::size_t>(r)], res.ranks[static_cast<std::size_t>(r)], finished));
+    const Drive d = drive([&] { return finished == static_cast<std::size_t>(world_); }, std::nullopt);
+    if (d == Drive::kStalled) {
+      res.deadlocked = true;
+      res.stalled = true;
+      for (int r = 0; r < world_; ++r)
+        if (!res.ranks[static_cast<std::size_t>(r)].finished) res.blocked_ranks.push_back(r);
+      res.deadlock_report = hang_report(res.blocked_ranks) + (context.replay.empty() ? "" : "replay: " + context.replay + "\n");
+      reusable_ = false;
+    }
+    // Ops still executing in a process: their buffers die with the run.
+    if (!pending_.empty()) reusable_ = false;
+    pending_.clear();
+    ready_.clear();
+    timers_.clear();
+  }  // programs, then the dists they use
+  // Times are the run's own: from its start, not the job's.
+  for (int r = 0; r < world_; ++r) {
+    RankOutcome& o = res.ranks[static_cast<std::size_t>(r)];
+    const RankLink& link = ranks_[static_cast<std::size_t>(r)];
+    o.crashed = link.crashed;
+    if (link.dead) o.fate = link.fate;
+    if (o.finished) o.end_time -= run_started_;
+    res.end_time = std::max(res.end_time, o.end_time);
+  }
+  res.stopped_at = now() - run_started_;
+  in_run_ = false;
+  return res;
+}
+
+std::string ProcessJob::bench_in_ranks(const std::string& options_json) {
+  json options = json::parse(options_json);
+  bench_answers_.clear();
+  last_progress_ = now();
+  for (RankLink& r : ranks_) {
+    queue(r, json{{"t", "bench"}, {"options", options}}, {});
+    flush(r);
+  }
+  // A bench takes as long as it takes: only silence from every rank and
+  // a dead process end it early.
+  auto all = [&] {
+    for (int rank = 0; rank < world_; ++rank)
+      if (!bench_answers_.count(rank) && !ranks_[static_cast<std::size_t>(rank)].dead) return false;
+    return true;
+  };
+  const Drive d = drive(all, std::nullopt);
+  if (d == Drive::kStalled) {
+    reusable_ = false;
+    throw Error(ErrorKind::kTimeout, OpContext{}, spec_.backend + ": the bench stopped making progress\n" + hang_report({}));
+  }
+  for (int rank = 0; rank < world_; ++rank) {
+    const RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+    if (r.dead)
+      throw Error(ErrorKind::kTransport, OpContext{rank, "bench", "", -1, {}}, "its process " + r.fate + " during the bench");
+    const json& a = bench_answers_[rank];
+    if (a.value("t", "") != "bench_rows")
+      throw Error(ErrorKind::kTransport, OpContext{rank, "bench", "", -1, {}}, a.value("error", "the bench failed"));
+  }
+  return bench_answers_[0].value("rows", json::array()).dump();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> local_rank_env(int rank, int world, const std::string& master_port,
+                                                                const std::string& controller, const std::string& token) {
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"LOCAL_WORLD_SIZE", std::to_string(world)},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", master_port},
+          {"COLLIE_CONTROLLER", controller},
+          {"COLLIE_JOB_TOKEN", token}};
+}
+
+std::unique_ptr<Job> start_process_job(const ProcessJobSpec& spec, const JobOptions& options) {
+  if (options.world_size < 1) usage(spec.backend + ": a job needs at least one rank");
+  return std::make_unique<ProcessJob>(spec, options);
+}
+
+}  // namespace collie::remote

@@ -1,0 +1,59 @@
+// Process jobs: one process per rank, started by the backend (directly, or
+// through a launcher such as mpirun), each executing its rank's ops with the
+// library under test at the command of this process -- the controller --
+// over the op protocol (op_protocol.h). Every rank's program runs here, on
+// one thread, as a coroutine over a Dist whose ops are forwarded to its
+// process; their inputs, outputs and errors come back and are checked here.
+//
+// A job is started once and runs many programs (collie conformance runs
+// every case of a world size on one job): each run begins with a fresh
+// group of every rank as its world, so no message of one run can meet
+// another's. A run that leaves the job broken -- a hang, a lost process, an
+// op still executing, a library error -- makes it unusable (reusable()
+// false); the job is then torn down and the next run starts a new one.
+//
+// Never hangs: a run in which no process answered for the timeout while
+// some rank waits is a hang, reported with each rank's last started op
+// (op, group, sequence number, peer) and how long ago it started; a
+// process that dies fails its rank's ops with its exit status or signal.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/job.h"
+#include "backends/remote/child_processes.h"
+
+namespace collie::remote {
+
+struct ProcessJobSpec {
+  std::string backend;  // the --backend name, for messages
+  // The processes that start a job of `world` ranks whose workers connect
+  // to `controller` ("host:port") and prove `token`.
+  std::function<std::vector<ChildSpec>(int world, const std::string& controller, const std::string& token)> children;
+  // Child i is rank i (its exit status is the rank's fate); else the
+  // children are launchers (mpirun) and ranks are known by their hello.
+  bool child_per_rank = true;
+  std::string listen_host = "127.0.0.1";
+  Nanos start_timeout_ns = 120'000'000'000;  // every rank joins within this
+  // Turns a launch that failed (a child's exit status and last output) into
+  // advice, or "" ("mpirun refuses to run as root: ...").
+  std::function<std::string(const std::string& output)> explain_failed_start;
+};
+
+// The environment of rank `rank` of a job of `world` local processes: torch's
+// env:// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR=127.0.0.1, MASTER_PORT) and the controller's (COLLIE_CONTROLLER,
+// COLLIE_JOB_TOKEN).
+std::vector<std::pair<std::string, std::string>> local_rank_env(int rank, int world, const std::string& master_port,
+                                                                const std::string& controller, const std::string& token);
+
+// Starts the processes and waits until every rank has joined. Throws
+// Error(kUsage) naming why a job cannot start: a program that is missing or
+// exits at once (with its last line of output), a launcher that refuses,
+// ranks that never join.
+std::unique_ptr<Job> start_process_job(const ProcessJobSpec& spec, const JobOptions& options);
+
+}  // namespace collie::remote

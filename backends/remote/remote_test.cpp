@@ -1,0 +1,246 @@
+// Process jobs: the op protocol's framing and its bounds, the child
+// processes a job owns, and the controller driving real rank processes
+// (collie's own TCP worker, and a fake worker that never answers).
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/registry.h"
+#include "backends/remote/child_processes.h"
+#include "backends/remote/op_protocol.h"
+#include "backends/remote/process_job.h"
+#include "core/error.h"
+
+namespace collie::remote {
+namespace {
+
+std::vector<std::byte> bytes(const std::string& s) {
+  std::vector<std::byte> b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+TEST(OpProtocol, MessagesRoundTripWithTheirBlobsWhateverTheChunking) {
+  const auto a = bytes("abc"), empty = bytes(""), big = bytes(std::string(70000, 'x'));
+  std::vector<std::byte> wire = encode(nlohmann::json{{"t", "op"}, {"id", 7}}, {a, empty, big});
+  const auto second = encode(nlohmann::json{{"t", "end"}});
+  wire.insert(wire.end(), second.begin(), second.end());
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{5}, wire.size()}) {
+    MessageReader r;
+    std::vector<Message> got;
+    for (std::size_t at = 0; at < wire.size(); at += chunk) {
+      r.feed(wire.data() + at, std::min(chunk, wire.size() - at));
+      while (auto m = r.next()) got.push_back(std::move(*m));
+    }
+    ASSERT_EQ(got.size(), 2u) << "chunk " << chunk;
+    EXPECT_EQ(got[0].head.value("id", 0), 7);
+    ASSERT_EQ(got[0].blobs.size(), 3u);
+    EXPECT_EQ(got[0].blobs[0], a);
+    EXPECT_TRUE(got[0].blobs[1].empty());
+    EXPECT_EQ(got[0].blobs[2].size(), 70000u);
+    EXPECT_EQ(got[1].head.value("t", ""), "end");
+  }
+}
+
+// A peer cannot make the reader allocate what a header claims: lengths are
+// bounded before anything is allocated or waited for.
+TEST(OpProtocol, LengthsAreBoundedBeforeAnythingIsAllocated) {
+  MessageReader r(64 * 1024, 1024);
+  const std::byte huge[4] = {std::byte{0xff}, std::byte{0xff}, std::byte{0xff}, std::byte{0x7f}};
+  r.feed(huge, 4);
+  EXPECT_THROW(r.next(), std::runtime_error);  // a 2 GiB header
+  MessageReader r2(64 * 1024, 1024);
+  const auto wire = encode(nlohmann::json{{"t", "x"}, {"blobs", {std::uint64_t{1} << 40}}});
+  r2.feed(wire.data(), wire.size());
+  EXPECT_THROW(r2.next(), std::runtime_error);  // 1 TiB of blobs
+  MessageReader r3;
+  const std::string not_json = "not json";
+  std::vector<std::byte> w3 = {std::byte{8}, std::byte{0}, std::byte{0}, std::byte{0}};
+  const auto nj = bytes(not_json);
+  w3.insert(w3.end(), nj.begin(), nj.end());
+  r3.feed(w3.data(), w3.size());
+  EXPECT_THROW(r3.next(), std::runtime_error);
+}
+
+// The Python driver computes the same proof with hmac/hashlib; these are
+// Python's values.
+TEST(OpProtocol, HelloMacIsHmacSha256OfTheNonceAndRankAsPythonComputesIt) {
+  EXPECT_EQ(hello_mac("secret", "00ff", 3), "20a1df51a30b8f57a2844e966776dd3ff034ffae1e204eda174ae16235ff86d1");
+  EXPECT_EQ(hello_mac("", "ab", 0), "ea2a01e793589c2f6f3c2304189836202751795eba780f3cfd2cf43c215b5c39");
+}
+
+TEST(ChildProcesses, NameHowEachEndedAndKeepTheirOutput) {
+  ChildProcesses c({{{"sh", "-c", "echo hello; exit 3"}, {}},
+                    {{"sh", "-c", "echo $COLLIE_T; kill -9 $$"}, {{"COLLIE_T", "from the env"}}},
+                    {{"/nonexistent/program"}, {}}});
+  c.wait_all();
+  EXPECT_EQ(c.fate(0), "exited with code 3");
+  EXPECT_EQ(c.output_tail(0), "hello\n");
+  EXPECT_EQ(c.fate(1), "killed by signal 9 (Killed)");
+  EXPECT_EQ(c.output_tail(1), "from the env\n");
+  EXPECT_EQ(c.fate(2), "exited with code 127");
+  EXPECT_NE(c.output_tail(2).find("cannot run '/nonexistent/program'"), std::string::npos) << c.output_tail(2);
+}
+
+TEST(ChildProcesses, TerminateEndsEvenAStoppedProcessThatIgnoresSigterm) {
+  ChildProcesses c({{{"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"}, {}}});
+  while (c.output_tail(0).find("ready") == std::string::npos) {  // the trap is set
+    pollfd p{c.output_fds().at(0), POLLIN, 0};
+    ::poll(&p, 1, -1);
+    c.read_output(p.fd);
+  }
+  c.signal(0, SIGSTOP);
+  c.terminate(0.2);
+  EXPECT_TRUE(c.exited(0));
+  EXPECT_EQ(c.fate(0), "killed by signal 9 (Killed)");
+}
+
+// ---- the controller, with collie's own TCP worker ---------------------------
+
+class ProcessJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("COLLIE_PROGRAM", COLLIE_BINARY, 1); }
+  static std::unique_ptr<Job> tcp_job(int world, Nanos timeout_ns = 20'000'000'000) {
+    JobOptions o;
+    o.world_size = world;
+    o.timeout_ns = timeout_ns;
+    return start_job(BackendRegistry::builtin().require("tcp"), o, true);
+  }
+};
+
+Task<void> sum_of_ranks(Dist& d, std::vector<double>& out) {
+  Tensor t(DType::kFloat64, {3});
+  for (std::size_t i = 0; i < 3; ++i) t.set(i, d.rank() + 10.0 * static_cast<double>(i));
+  co_await d.all_reduce(t);
+  out[static_cast<std::size_t>(d.rank())] = t.get(2);
+}
+
+TEST_F(ProcessJobTest, RanksAreProcessesWhoseOutputsComeBackAndTheJobRunsAgain) {
+  auto job = tcp_job(3);
+  EXPECT_EQ(job->implementation(), "collie core over tcp, one process per rank");
+  for (int run = 0; run < 2; ++run) {
+    std::vector<double> got(3);
+    const RunResult r = job->run([&](Dist& d) { return sum_of_ranks(d, got); }, {});
+    ASSERT_TRUE(r.ok()) << r.describe();
+    for (double v : got) EXPECT_EQ(v, 0 + 1 + 2 + 3 * 20.0);
+    EXPECT_TRUE(job->reusable());
+  }
+}
+
+Task<void> any_source_then_async(Dist& d, std::vector<int>& sources) {
+  Tensor t(DType::kInt32, {1});
+  if (d.rank() == 0) {
+    for (int k = 0; k < 2; ++k) {
+      Work w = d.irecv(t, kAnySource, 5);
+      co_await w;
+      sources.push_back(w.source_rank());
+    }
+  } else {
+    t.set(0, d.rank());
+    Work w = d.isend(t, 0, 5);
+    co_await w;
+  }
+}
+
+TEST_F(ProcessJobTest, AsyncOpsCompleteWhenAwaitedAndAnySourceSaysWhoSent) {
+  auto job = tcp_job(3);
+  std::vector<int> sources;
+  const RunResult r = job->run([&](Dist& d) { return any_source_then_async(d, sources); }, {});
+  ASSERT_TRUE(r.ok()) << r.describe();
+  std::sort(sources.begin(), sources.end());
+  EXPECT_EQ(sources, (std::vector<int>{1, 2}));
+}
+
+Task<void> rank_one_dies(Dist& d) {
+  Tensor t(DType::kFloat32, {1});
+  co_await d.barrier();
+  co_await d.all_reduce(t);
+}
+
+TEST_F(ProcessJobTest, AKilledRankIsNamedWithItsSignalAndTheJobIsNotReused) {
+  auto job = tcp_job(3);
+  JobOptions o;
+  o.world_size = 3;
+  o.timeout_ns = 20'000'000'000;
+  ProcessFault f;
+  ASSERT_FALSE(parse_process_fault("crash:rank=1,op=2", f));
+  o.process_faults = {f};
+  job->set_run_options(o);
+  const RunResult r = job->run(rank_one_dies, {});
+  EXPECT_TRUE(r.ranks[1].crashed);
+  EXPECT_NE(r.ranks[1].fate.find("was killed (SIGKILL) by the injected fault crash:rank=1,op=2"), std::string::npos)
+      << r.ranks[1].fate;
+  // The survivors' collie core fails their all_reduce naming the lost rank.
+  for (int s : {0, 2}) {
+    ASSERT_TRUE(r.ranks[static_cast<std::size_t>(s)].error) << "rank " << s;
+    try {
+      std::rethrow_exception(r.ranks[static_cast<std::size_t>(s)].error);
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(job->reusable());
+}
+
+TEST(ProcessFaults, AreParsedStrictly) {
+  ProcessFault f;
+  EXPECT_FALSE(parse_process_fault("stall:rank=2,op=3,ms=250", f));
+  EXPECT_EQ(f.kind, ProcessFault::Kind::kStall);
+  EXPECT_EQ(f.rank, 2);
+  EXPECT_EQ(f.before_op, 3u);
+  EXPECT_EQ(f.stall_ms, 250);
+  EXPECT_TRUE(parse_process_fault("crash:rank=2x,op=1", f));
+  EXPECT_TRUE(parse_process_fault("crash:rank=1,op=0", f));
+  EXPECT_TRUE(parse_process_fault("crash:rank=-1,op=1", f));
+  EXPECT_TRUE(parse_process_fault("stall:rank=1,op=1", f));
+  EXPECT_TRUE(parse_process_fault("drop:src=0,dst=1", f));
+  EXPECT_TRUE(parse_process_fault("crash:rank=1,op=1,ms=5", f));
+}
+
+// A worker that joins, then never answers: the controller must not hang,
+// and must say where each rank was.
+TEST(ProcessJobHang, ARunThatStopsMakingProgressIsReportedWithEachRanksLastOp) {
+  const std::string script = ::testing::TempDir() + "/silent_worker.py";
+  {
+    std::ofstream f(script);
+    f << "import hashlib, hmac, json, os, socket, struct, time\n"
+         "host, port = os.environ['COLLIE_CONTROLLER'].rsplit(':', 1)\n"
+         "s = socket.create_connection((host, int(port)))\n"
+         "n = struct.unpack('<I', s.recv(4))[0]\n"
+         "nonce = json.loads(s.recv(n))['nonce']\n"
+         "rank = int(os.environ['RANK'])\n"
+         "mac = hmac.new(os.environ['COLLIE_JOB_TOKEN'].encode(), ('collie op worker %s %d' % (nonce, rank)).encode(),"
+         " hashlib.sha256).hexdigest()\n"
+         "h = json.dumps({'t': 'hello', 'rank': rank, 'world': int(os.environ['WORLD_SIZE']), 'pid': os.getpid(),"
+         " 'library': 'silent', 'mac': mac}).encode()\n"
+         "s.sendall(struct.pack('<I', len(h)) + h)\n"
+         "while s.recv(65536): pass\n";
+  }
+  ProcessJobSpec spec;
+  spec.backend = "silent";
+  spec.children = [&](int world, const std::string& controller, const std::string& token) {
+    std::vector<ChildSpec> c;
+    for (int r = 0; r < world; ++r) c.push_back({{"python3", script}, local_rank_env(r, world, "1", controller, token)});
+    return c;
+  };
+  JobOptions o;
+  o.world_size = 2;
+  o.timeout_ns = 1;  // the stall timeout is this plus 5 s
+  auto job = start_process_job(spec, o);
+  EXPECT_EQ(job->implementation(), "silent");
+  const RunResult r = job->run([](Dist& d) -> Task<void> { co_await d.barrier(); }, RunContext{"", "collie run x", {}, {}});
+  EXPECT_TRUE(r.stalled);
+  EXPECT_EQ(r.blocked_ranks, (std::vector<int>{0, 1}));
+  EXPECT_NE(r.deadlock_report.find("rank 1: barrier() #1 on world, started"), std::string::npos) << r.deadlock_report;
+  EXPECT_NE(r.deadlock_report.find("replay: collie run x"), std::string::npos) << r.deadlock_report;
+  EXPECT_FALSE(job->reusable());
+}
+
+}  // namespace
+}  // namespace collie::remote

@@ -1,0 +1,32 @@
+// The rank side of the op protocol (op_protocol.h) for workers written in
+// C++: `collie worker` (collie's core over TCP) and the MPI worker. A worker
+// joins the job, then executes its controller's commands on a Dist -- the
+// implementation under test -- in order, until told to end.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dist.h"
+
+namespace collie::remote {
+
+struct WorkerHooks {
+  // A run begins ({"t":"begin"}): the last run's groups are being dropped.
+  std::function<void()> begin_run;
+
+  // Runs collie bench's timed loop on this rank ({"t":"bench"}); returns
+  // the rows (rank 0) as JSON. Empty: bench is refused.
+  std::function<nlohmann::json(Dist& dist, const nlohmann::json& options)> bench;
+};
+
+// Connects to COLLIE_CONTROLLER, proves COLLIE_JOB_TOKEN as rank
+// dist.rank() and says that `library` runs the ops, then serves commands.
+// Returns the process exit code: 0 after "end", 1 when the controller went
+// away or spoke nonsense (said on stderr).
+int serve_ops(Dist& dist, const std::string& library, const WorkerHooks& hooks = {});
+
+}  // namespace collie::remote

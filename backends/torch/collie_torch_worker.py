@@ -1,0 +1,510 @@
+#!/usr/bin/env python3
+"""One rank of a collie process job over torch.distributed.
+
+collie (the controller) starts one of these per rank and runs every rank's
+program itself; this process executes its rank's ops with torch.distributed
+exactly as a torch program would -- init_process_group with env://
+rendezvous, new_group, send/recv, isend/irecv and Work.wait(), collectives
+with and without async_op=True -- and returns every op's outputs and errors.
+The protocol is backends/remote/op_protocol.h.
+
+Environment (set by collie):
+  RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT   torch's env:// rendezvous
+  COLLIE_TORCH_BACKEND   the backend name given to init_process_group (gloo, mpi, nccl, a plugin's)
+  COLLIE_TORCH_IMPORT    modules (or .py files) to import first, comma-separated (a plugin backend
+                         registers itself when imported)
+  COLLIE_CONTROLLER      host:port of the controller
+  COLLIE_JOB_TOKEN       the job's token (proven by HMAC, never sent)
+  COLLIE_TIMEOUT_MS      the process groups' timeout (default 1800 s, torch's)
+  COLLIE_START_TIMEOUT_MS  how long the ranks wait for each other to start (default 300 s)
+
+Exit codes: 0 after the controller said end; 1 the controller went away or
+broke the protocol; 3 the job cannot start here (an unknown backend, an
+import that fails), with one line on stderr saying why.
+"""
+
+import datetime
+import hashlib
+import hmac
+import importlib
+import importlib.util
+import json
+import os
+import re
+import socket
+import struct
+import sys
+import time
+
+USAGE_EXIT = 3
+
+
+def fail_start(message):
+    sys.stderr.write("collie torch worker: " + message + "\n")
+    sys.stderr.flush()
+    sys.exit(USAGE_EXIT)
+
+
+try:
+    import torch
+    import torch.distributed as dist
+except Exception as e:  # noqa: BLE001 -- any import failure means the same thing
+    fail_start("cannot import torch.distributed with %s: %s: %s" % (sys.executable, type(e).__name__, e))
+
+DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+ELEMENT_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
+                "int32": 4, "int64": 8, "bool": 1}
+
+# An error raised at the call whose message says the library lacks the op,
+# dtype or reduce op: the case is skipped with that reason, never passed.
+UNSUPPORTED = re.compile(r"not supported|unsupported|no support|does not support|cannot use reduceop|"
+                         r"not implemented|notimplemented|invalid scalar type", re.IGNORECASE)
+
+
+def reduce_op(name):
+    ops = {"SUM": dist.ReduceOp.SUM, "PRODUCT": dist.ReduceOp.PRODUCT, "MIN": dist.ReduceOp.MIN,
+           "MAX": dist.ReduceOp.MAX, "BAND": dist.ReduceOp.BAND, "BOR": dist.ReduceOp.BOR,
+           "BXOR": dist.ReduceOp.BXOR}
+    if name == "AVG":
+        if not hasattr(dist.ReduceOp, "AVG"):
+            raise NotImplementedError("ReduceOp.AVG is not supported by this torch")
+        return dist.ReduceOp.AVG
+    return ops[name]
+
+
+def to_tensor(spec, blob):
+    dtype = DTYPES[spec["dtype"]]
+    if spec["count"] == 0:
+        return torch.empty(0, dtype=dtype)
+    return torch.frombuffer(bytearray(blob), dtype=dtype).clone()
+
+
+def to_bytes(t):
+    t = t.contiguous()
+    if t.numel() == 0:
+        return b""
+    return t.view(torch.uint8).numpy().tobytes()
+
+
+def global_rank(group, rank_in_group):
+    for name in ("get_global_rank", "_get_global_rank"):
+        f = getattr(dist.distributed_c10d, name, None)
+        if f is not None:
+            return f(group, rank_in_group)
+    return rank_in_group
+
+
+class Link:
+    """The connection to the controller: length-prefixed JSON plus blobs."""
+
+    def __init__(self, address):
+        host, _, port = address.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(max(65536, n - len(self.buf)))
+            if not chunk:
+                raise EOFError("the controller closed the connection")
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def read(self):
+        (n,) = struct.unpack("<I", self._read(4))
+        head = json.loads(self._read(n).decode("utf-8"))
+        blobs = [self._read(size) for size in head.get("blobs", [])]
+        return head, blobs
+
+    def write(self, head, blobs=()):
+        blobs = list(blobs)
+        if blobs:
+            head = dict(head, blobs=[len(b) for b in blobs])
+        text = json.dumps(head, ensure_ascii=True).encode("utf-8")
+        self.sock.sendall(b"".join([struct.pack("<I", len(text)), text] + blobs))
+
+
+class Worker:
+    def __init__(self, link, rank, world):
+        self.link = link
+        self.rank = rank
+        self.world = world
+        self.groups = {}   # the run's group ids -> torch groups
+        self.group_errors = {}
+        self.handles = {}  # async op id -> (op, work, tensors, peer, group)
+
+    # ---- groups -----------------------------------------------------------
+    def drop_run(self):
+        for g in self.groups.values():
+            if g is not None and g is not dist.GroupMember.NON_GROUP_MEMBER:
+                try:
+                    dist.destroy_process_group(g)
+                except Exception:  # noqa: BLE001 -- a group already gone is fine
+                    pass
+        self.groups = {}
+        self.group_errors = {}
+        self.handles = {}
+
+    def make_group(self, gid, ranks, timeout_ms):
+        kwargs = {}
+        if timeout_ms:
+            kwargs["timeout"] = datetime.timedelta(milliseconds=timeout_ms)
+        try:
+            self.groups[gid] = dist.new_group(ranks=ranks, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            self.group_errors[gid] = "%s: %s" % (type(e).__name__, e)
+
+    # ---- ops --------------------------------------------------------------
+    def issue(self, head, tensors):
+        op = head["op"]
+        gid = head.get("group", 0)
+        if gid in self.group_errors:
+            raise RuntimeError("its group could not be created: " + self.group_errors[gid])
+        group = self.groups[gid]
+        peer = None if head.get("any_source") else head.get("peer", -1)
+        tag = head.get("tag", 0)
+        a = head.get("async", False)
+        lst = tensors[1:1 + head.get("list", 0)]
+        if op == "send":
+            dist.send(tensors[0], peer, group=group, tag=tag)
+            return None, peer
+        if op == "isend":
+            return dist.isend(tensors[0], peer, group=group, tag=tag), peer
+        if op == "recv":
+            return None, dist.recv(tensors[0], src=peer, group=group, tag=tag)
+        if op == "irecv":
+            return dist.irecv(tensors[0], src=peer, group=group, tag=tag), peer
+        if op == "broadcast":
+            return dist.broadcast(tensors[0], peer, group=group, async_op=a), None
+        if op == "reduce":
+            return dist.reduce(tensors[0], peer, op=reduce_op(head.get("reduce_op", "SUM")), group=group,
+                               async_op=a), None
+        if op == "all_reduce":
+            return dist.all_reduce(tensors[0], op=reduce_op(head.get("reduce_op", "SUM")), group=group,
+                                   async_op=a), None
+        if op == "scatter":
+            return dist.scatter(tensors[0], scatter_list=lst if self.rank == peer else None, src=peer,
+                                group=group, async_op=a), None
+        if op == "gather":
+            return dist.gather(tensors[0], gather_list=lst if self.rank == peer else None, dst=peer,
+                               group=group, async_op=a), None
+        if op == "all_gather":
+            return dist.all_gather(lst, tensors[0], group=group, async_op=a), None
+        if op == "all_gather_into_tensor":
+            f = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
+            return f(tensors[1], tensors[0], group=group, async_op=a), None
+        if op == "reduce_scatter":
+            return dist.reduce_scatter(tensors[0], lst, op=reduce_op(head.get("reduce_op", "SUM")), group=group,
+                                       async_op=a), None
+        if op == "reduce_scatter_tensor":
+            f = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+            return f(tensors[1], tensors[0], op=reduce_op(head.get("reduce_op", "SUM")), group=group,
+                     async_op=a), None
+        if op == "all_to_all":
+            n = head.get("list", 0)
+            return dist.all_to_all(tensors[:n], tensors[n:2 * n], group=group, async_op=a), None
+        if op == "all_to_all_single":
+            # collie's splits count elements; the tensors here are 1-D, so they are rows too.
+            return dist.all_to_all_single(tensors[1], tensors[0], output_split_sizes=head.get("output_split_sizes"),
+                                          input_split_sizes=head.get("input_split_sizes"), group=group,
+                                          async_op=a), None
+        if op == "barrier":
+            return dist.barrier(group=group, async_op=a), None
+        raise ValueError("unknown op " + op)
+
+    @staticmethod
+    def outputs(op, head, rank):
+        if op in ("recv", "irecv", "broadcast", "reduce", "all_reduce", "scatter"):
+            return [0]
+        if op in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
+            return [1]
+        if op == "reduce_scatter":
+            return [0]
+        if op == "all_to_all":
+            return list(range(head.get("list", 0)))
+        if op == "all_gather" or (op == "gather" and head.get("peer") == rank):
+            return list(range(1, 1 + head.get("list", 0)))
+        return []
+
+    def reply_error(self, op_id, e):
+        text = "%s: %s" % (type(e).__name__, e)
+        kind = "unsupported" if UNSUPPORTED.search(text) else "library"
+        self.link.write({"t": "failed", "id": op_id, "kind": kind, "error": text})
+
+    def complete(self, op_id, head, work, tensors, source, group):
+        op = head["op"]
+        try:
+            if work is not None:
+                work.wait()
+                if op == "irecv" and source is None:
+                    source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
+                        else work._source_rank()
+        except Exception as e:  # noqa: BLE001 -- the library's own error, reported as is
+            self.reply_error(op_id, e)
+            return
+        not_member = group is dist.GroupMember.NON_GROUP_MEMBER
+        outs = [] if not_member else [k for k in self.outputs(op, head, self.rank) if k < len(tensors)]
+        self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
+                         "not_member": not_member, "outputs": outs},
+                        [to_bytes(tensors[k]) for k in outs])
+
+    def op(self, head, blobs):
+        op_id = head["id"]
+        tensors = [to_tensor(spec, blob) for spec, blob in zip(head["tensors"], blobs)]
+        try:
+            work, source = self.issue(head, tensors)
+        except Exception as e:  # noqa: BLE001
+            self.reply_error(op_id, e)
+            return
+        group = self.groups.get(head.get("group", 0))
+        if head.get("async", False):
+            self.handles[op_id] = (head, work, tensors, source, group)
+            return
+        self.complete(op_id, head, work, tensors, source, group)
+
+    def serve(self):
+        while True:
+            head, blobs = self.link.read()
+            t = head.get("t")
+            if t == "end":
+                return 0
+            if t == "begin":
+                self.drop_run()
+                self.make_group(0, list(range(self.world)), head.get("timeout_ms"))
+            elif t == "group":
+                self.make_group(head["group"], head["ranks"], head.get("timeout_ms"))
+            elif t == "op":
+                self.op(head, blobs)
+            elif t == "wait":
+                h, work, tensors, source, group = self.handles.pop(head["id"])
+                self.complete(head["id"], h, work, tensors, source, group)
+            elif t == "sync":
+                self.link.write({"t": "synced", "id": head.get("id", 0)})
+            elif t == "bench":
+                try:
+                    self.link.write({"t": "bench_rows", "rows": bench(self.rank, self.world, head.get("options", {}))})
+                except Exception as e:  # noqa: BLE001
+                    self.link.write({"t": "bench_failed", "error": "%s: %s" % (type(e).__name__, e)})
+            else:
+                raise ValueError("the controller sent a message of type %r" % t)
+
+
+# ---- collie bench's timed loop (tools/bench.cpp), the torch way -------------
+
+PERIOD = 10
+LIST_OPS = ("all_gather", "scatter", "gather")
+
+
+def bench_input(o, r, n):
+    idx = torch.arange(n, dtype=torch.int64) % PERIOD
+    if o["reduce_op"] == "PRODUCT":
+        v = 1 + (r + idx) % 2
+    else:
+        v = 1 + (r * 3 + idx) % 5
+    return v.to(DTYPES[o["dtype"]])
+
+
+def bench_expected_reduction(o, world, n):
+    acc = bench_input(o, 0, n)
+    for r in range(1, world):
+        x = bench_input(o, r, n)
+        name = o["reduce_op"]
+        if name in ("SUM", "AVG"):
+            acc = acc + x
+        elif name == "PRODUCT":
+            acc = acc * x
+        elif name == "MIN":
+            acc = torch.minimum(acc, x)
+        elif name == "MAX":
+            acc = torch.maximum(acc, x)
+        elif name == "BAND":
+            acc = acc & x
+        elif name == "BOR":
+            acc = acc | x
+        elif name == "BXOR":
+            acc = acc ^ x
+    if o["reduce_op"] == "AVG":
+        acc = acc / world
+    return acc.to(DTYPES[o["dtype"]])
+
+
+def count_wrong(got, want):
+    return int((got.view(torch.uint8).reshape(got.numel(), -1) !=
+                want.view(torch.uint8).reshape(want.numel(), -1)).any(dim=1).sum().item()) if got.numel() else 0
+
+
+def bench(rank, world, o):
+    dtype = DTYPES[o["dtype"]]
+    es = ELEMENT_SIZE[o["dtype"]]
+    op = o["op"]
+    root = o.get("root", 0)
+    rop = reduce_op(o.get("reduce_op", "SUM")) if op in ("all_reduce", "reduce") else None
+    if op == "barrier":
+        sizes = [0]
+    elif o.get("sizes"):
+        sizes = list(o["sizes"])
+    else:
+        sizes, b = [], float(max(o["min_bytes"], 1))
+        while b <= o["max_bytes"] * 1.0000001:
+            sizes.append(int(b))
+            b *= o["step_factor"]
+    rows = []
+    for want_bytes in sizes:
+        count = want_bytes // es
+        unit = world if op in LIST_OPS else 1
+        count -= count % unit
+        if op != "barrier" and count == 0:
+            continue
+        chunk = count // unit if op in LIST_OPS else count
+        main = torch.zeros(chunk, dtype=dtype)
+        recv = torch.zeros(chunk, dtype=dtype)
+        lst = [torch.zeros(chunk, dtype=dtype) for _ in range(world)] \
+            if op == "all_gather" or (op in ("scatter", "gather") and rank == root) else None
+
+        def once():
+            if op == "all_reduce":
+                dist.all_reduce(main, op=rop)
+            elif op == "broadcast":
+                dist.broadcast(main, root)
+            elif op == "reduce":
+                dist.reduce(main, root, op=rop)
+            elif op == "all_gather":
+                dist.all_gather(lst, main)
+            elif op == "scatter":
+                dist.scatter(main, scatter_list=lst, src=root)
+            elif op == "gather":
+                dist.gather(main, gather_list=lst, dst=root)
+            elif op == "barrier":
+                dist.barrier()
+            elif op == "sendrecv":
+                works = [dist.irecv(recv, (rank - 1) % world, tag=7), dist.isend(main, (rank + 1) % world, tag=7)]
+                for w in works:
+                    w.wait()
+
+        iters = o.get("iters") or max(5, min(1000, (1 << 30) // max(count * es, 1)))
+        for _ in range(o.get("warmup_iters", 5)):
+            once()
+        dist.barrier()
+        t0 = time.perf_counter_ns()
+        for _ in range(iters):
+            once()
+        t1 = time.perf_counter_ns()
+        slowest = torch.tensor([(t1 - t0) / iters], dtype=torch.float64)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        wrong = -1
+        if o.get("check", True) and op != "barrier":
+            if op == "broadcast":
+                main.copy_(bench_input(o, rank, chunk) if rank == root else torch.zeros(chunk, dtype=dtype))
+            elif op == "scatter" and lst is not None:
+                for r in range(world):
+                    lst[r].copy_(bench_input(o, r, chunk))
+            else:
+                main.copy_(bench_input(o, rank, chunk))
+            once()
+            bad = 0
+            if op == "all_reduce" or (op == "reduce" and rank == root):
+                bad = count_wrong(main, bench_expected_reduction(o, world, chunk))
+            elif op == "broadcast":
+                bad = count_wrong(main, bench_input(o, root, chunk))
+            elif op == "scatter":
+                bad = count_wrong(main, bench_input(o, rank, chunk))
+            elif op == "sendrecv":
+                bad = count_wrong(recv, bench_input(o, (rank - 1) % world, chunk))
+            elif op == "all_gather" or (op == "gather" and rank == root):
+                bad = sum(count_wrong(lst[r], bench_input(o, r, chunk)) for r in range(world))
+            total = torch.tensor([bad], dtype=torch.int64)
+            dist.all_reduce(total)
+            wrong = int(total.item())
+        if rank == 0:
+            time_us = slowest.item() / 1e3
+            nbytes = count * es
+            algbw = nbytes / (time_us * 1e-6) / 1e9 if time_us > 0 else 0.0
+            n = float(world)
+            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n if op in LIST_OPS else \
+                0.0 if op == "barrier" else 1.0
+            rows.append({"bytes": nbytes, "count": count, "iters": iters, "time_us": time_us,
+                         "algbw_GBps": algbw, "busbw_GBps": algbw * factor, "wrong": wrong})
+    return rows
+
+
+def start_process_group(backend, rank, world, op_timeout):
+    """init_process_group, after every rank's process has started.
+
+    The op timeout (COLLIE_TIMEOUT_MS) may be a few seconds, but starting
+    Python and importing torch takes seconds per process on a loaded machine;
+    with env:// the op timeout would also bound how long rank 1 waits for
+    rank 0's store, so a slow start would fail as a connect timeout. Instead
+    the ranks meet on torch's TCPStore under COLLIE_START_TIMEOUT_MS first,
+    and the process group, built on that store once all are there, gets the
+    op timeout for its connections and collectives.
+    """
+    if backend == "mpi":  # MPI starts its ranks itself; no store to meet on
+        dist.init_process_group(backend, rank=rank, world_size=world, timeout=op_timeout)
+        return
+    start_timeout = datetime.timedelta(milliseconds=int(os.environ.get("COLLIE_START_TIMEOUT_MS", "300000")))
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
+                          timeout=start_timeout)
+    if store.add("collie/arrived", 1) == world:
+        store.set("collie/all_arrived", "1")
+    store.wait(["collie/all_arrived"])
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=op_timeout)
+
+
+def main():
+    for module in filter(None, (m.strip() for m in os.environ.get("COLLIE_TORCH_IMPORT", "").split(","))):
+        try:
+            if module.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(os.path.basename(module)[:-3], module)
+                if spec is None or spec.loader is None:
+                    raise ImportError("not a Python file")
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            else:
+                importlib.import_module(module)
+        except BaseException as e:  # noqa: BLE001 -- SystemExit too: the import is broken either way
+            fail_start("--torch-import %s failed: %s: %s" % (module, type(e).__name__, e))
+    backend = os.environ.get("COLLIE_TORCH_BACKEND", "gloo")
+    try:
+        dist.Backend(backend)
+    except ValueError:
+        known = sorted({"gloo", "mpi", "nccl", "ucc"} | {str(p).lower() for p in getattr(dist.Backend, "_plugins", {})})
+        fail_start("torch.distributed has no backend '%s' (torch %s knows %s; a backend of your own is registered by "
+                   "a module given with --torch-import)" % (backend, torch.__version__, ", ".join(known)))
+    availability = {"gloo": dist.is_gloo_available, "mpi": dist.is_mpi_available, "nccl": dist.is_nccl_available}
+    if backend in availability and not availability[backend]():
+        fail_start("torch %s at %s was built without the '%s' backend" % (torch.__version__, sys.executable, backend))
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = datetime.timedelta(milliseconds=int(os.environ.get("COLLIE_TIMEOUT_MS", "1800000")))
+    try:
+        start_process_group(backend, rank, world, timeout)
+    except Exception as e:  # noqa: BLE001
+        fail_start("init_process_group(%r) failed: %s: %s" % (backend, type(e).__name__, e))
+    link = Link(os.environ["COLLIE_CONTROLLER"])
+    head, _ = link.read()
+    token = os.environ.get("COLLIE_JOB_TOKEN", "").encode("utf-8")
+    mac = hmac.new(token, ("collie op worker " + head["nonce"] + " " + str(rank)).encode("utf-8"),
+                   hashlib.sha256).hexdigest()
+    library = "torch %s %s" % (torch.__version__, backend)
+    link.write({"t": "hello", "rank": rank, "world": world, "pid": os.getpid(), "host": socket.gethostname(),
+                "library": library, "mac": mac})
+    try:
+        return Worker(link, rank, world).serve()
+    except (EOFError, ConnectionError) as e:
+        sys.stderr.write("collie torch worker (rank %d): %s\n" % (rank, e))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+// torch.distributed as a backend under test: "torch:NAME" runs NAME (gloo,
+// mpi, nccl, or a backend of your own that a module given with
+// --torch-import registers) through torch's Python API, one process per
+// rank, each a collie_torch_worker.py driven over the op protocol.
+//
+// Settings come from the environment, which the collie command sets from
+// its flags: COLLIE_PYTHON (--python; default /usr/bin/python3, Debian's
+// torch, else python3 on PATH) and COLLIE_TORCH_IMPORT (--torch-import).
+#pragma once
+
+#include <string>
+
+#include "backends/registry.h"
+
+namespace collie::torch {
+
+void register_torch_backends(BackendRegistry& registry);
+
+// The Python interpreter the driver runs under.
+std::string python();
+
+// What this machine's torch offers, for `collie backends`: "torch 1.13.0a0
+// under /usr/bin/python3: gloo yes, mpi no, nccl no", or why there is none.
+std::string probe();
+
+}  // namespace collie::torch

@@ -1,0 +1,41 @@
+// The one comparator: is a tensor an op produced the one the oracle (or the
+// sender) says it must be?
+//
+// Equal means bit for bit, except where the rule allows rounding: a
+// floating SUM, AVG or PRODUCT of `contributors` operands may be combined in
+// any order by a correct implementation, and each order rounds differently,
+// so such results are equal within 2 x contributors x epsilon of the larger
+// magnitude. Unless the rule is bitwise, NaN equals NaN whatever its sign
+// or payload bits, and -0.0 equals +0.0.
+#pragma once
+
+#include <string>
+
+#include "core/reduce_op.h"
+#include "core/tensor.h"
+
+namespace collie::check {
+
+struct CompareRule {
+  // The result combines this many operands with `op` (a reduction), or is
+  // moved unchanged (false: exact).
+  bool reduced = false;
+  ReduceOp op = ReduceOp::kSum;
+  int contributors = 1;
+  // Bytes must be identical: no -0.0 == +0.0, no NaN == NaN (a message
+  // moved unchanged).
+  bool bitwise = false;
+  // Call it "expected" or "the oracle says" in the message.
+  const char* want_is = "expected";
+};
+
+// Empty when `got` equals `want` under `rule`; otherwise the first
+// difference: "element 3 is 2.0, the oracle says 4.0" or "has 4 elements,
+// expected 5".
+std::string compare_tensors(const Tensor& got, const Tensor& want, const CompareRule& rule = {});
+
+// The rounding a floating dtype allows per combination (its epsilon; 0 for
+// the exact dtypes).
+double epsilon(DType t);
+
+}  // namespace collie::check

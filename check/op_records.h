@@ -1,0 +1,61 @@
+// What a run records for the checks: every collective call's inputs and
+// outputs on every rank, every send and every receive -- the same records
+// whatever implementation ran the ops (collie's core on any transport, or a
+// library driven through the op-level seam, core/dist.h), because they are
+// taken at the seam.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/frame.h"
+#include "core/reduce_op.h"
+#include "core/tensor.h"
+
+namespace collie::check {
+
+// One collective call, across the ranks of its group.
+struct CollectiveRecord {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  std::string where;          // the call site, for messages ("f.yaml:12:5")
+  std::vector<int> members;   // sorted global ranks
+  int root = -1;              // global; broadcast, reduce, scatter, gather
+  ReduceOp op = ReduceOp::kSum;
+  // By global rank. Inputs as issued: the tensor of broadcast (root only),
+  // reduce, all_reduce, gather and all_gather; scatter's list (root only).
+  // Outputs once complete: the tensor of broadcast, reduce (every rank) and
+  // all_reduce; scatter's output; gather's list (root only, empty
+  // elsewhere); all_gather's list (all_gather_into_tensor's output cut into
+  // the blocks of that list). Block-wise ops record one block per group
+  // rank: reduce_scatter's input list (reduce_scatter_tensor's input cut
+  // into it) and its output; all_to_all's input and output lists
+  // (all_to_all_single's tensors cut by their split sizes).
+  std::map<int, std::vector<Tensor>> inputs;
+  std::map<int, std::vector<Tensor>> outputs;
+  std::set<int> issued;       // ranks that called it
+};
+
+struct RecvRecord {
+  int rank = -1;              // the receiver
+  std::string group;
+  int tag = 0;
+  int source = -1;            // who the receive matched (global)
+  std::uint64_t order = 0;    // posting order on the receiver
+  Tensor data;
+  std::string where;
+};
+
+struct OpRecords {
+  bool enabled = true;
+  // By (group name, the call's sequence number in the group, 1-based).
+  std::map<std::pair<std::string, std::uint64_t>, CollectiveRecord> collectives;
+  // By (src, dst, group, tag): what src sent, in send order.
+  std::map<std::tuple<int, int, std::string, int>, std::vector<Tensor>> sends;
+  std::vector<RecvRecord> recvs;
+};
+
+}  // namespace collie::check

@@ -1,0 +1,275 @@
+#include "scenario/verdict.h"
+
+#include <algorithm>
+
+#include "check/op_checks.h"
+
+namespace collie::scenario {
+
+std::string error_text(const std::exception_ptr& e, ErrorKind* kind, bool* is_collie) {
+  *is_collie = false;
+  *kind = ErrorKind::kUsage;
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& x) {
+    *kind = x.kind();
+    *is_collie = true;
+    return x.what();
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "non-standard exception";
+  }
+}
+
+namespace {
+
+struct RankError {
+  int rank;
+  ErrorKind kind;
+  bool is_collie;
+  std::string text;
+  bool process_died = false;  // a process job's rank whose process ended: it raised nothing
+};
+
+// How much an error explains a failed run: mismatches and bad arguments
+// first, a library's own errors next, then timeouts and lost peers (which
+// are usually consequences).
+int cause_rank(const RankError& e) {
+  if (!e.is_collie) return e.process_died ? 4 : 2;
+  switch (e.kind) {
+    case ErrorKind::kCollectiveMismatch:
+    case ErrorKind::kGroupMismatch:
+    case ErrorKind::kSizeMismatch:
+    case ErrorKind::kDTypeMismatch:
+    case ErrorKind::kInvalidArgument:
+    case ErrorKind::kUsage:
+      return 0;
+    case ErrorKind::kTimeout:
+      return 3;
+    case ErrorKind::kTransport:
+      return 4;
+    default:
+      return 1;
+  }
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+namespace {
+template <typename Deviation>
+void expected_outcome(const Scenario& s, const RunResult& run, const std::vector<RankError>& errors, const Judge& how,
+                      Verdict& v, Deviation& deviation);
+void judge_process_faults(const RunResult& run, const std::vector<RankError>& errors, const Judge& how, Verdict& v);
+}  // namespace
+
+Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const Judge& how) {
+  Verdict v;
+  // Deviations that a library may make where torch is silent: notes for it,
+  // failures for collie's core or under --strict.
+  const bool lenient = !how.collie_core && !how.strict;
+  const bool unspecified_scenario = !s.unspecified.empty();
+  auto deviation = [&](std::string text, bool unspecified) {
+    if (unspecified && lenient) v.notes.push_back(std::move(text));
+    else v.failures.push_back(std::move(text));
+  };
+
+  // What happened.
+  std::vector<RankError> errors;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const RankOutcome& o = run.ranks[r];
+    if (o.error) {
+      RankError e{static_cast<int>(r), ErrorKind::kUsage, false, ""};
+      e.text = error_text(o.error, &e.kind, &e.is_collie);
+      if (e.is_collie && e.kind == ErrorKind::kUnsupported) {
+        v.skipped = true;
+        if (v.skip_reason.empty()) v.skip_reason = e.text;
+        continue;
+      }
+      e.process_died = !o.fate.empty();
+      errors.push_back(std::move(e));
+    } else if (!o.fate.empty() && !run.stalled) {
+      errors.push_back(RankError{static_cast<int>(r), ErrorKind::kTransport, false,
+                                 "rank " + std::to_string(r) + "'s process " + o.fate, true});
+    }
+  }
+  if (v.skipped) {
+    v.outcome = "skipped";
+    v.detail = v.skip_reason;
+    return v;
+  }
+  if (!run.deadlocked) {
+    for (const auto& f : how.injected) {
+      if (f.kind != InjectedFault::Kind::kCrash) continue;
+      // The survivors finished; the job still lost a rank.
+      errors.push_back(RankError{f.src, ErrorKind::kTransport, true,
+                                 "transport: rank " + std::to_string(f.src) + " crashed (" + f.text + ")"});
+    }
+  }
+  // The likeliest cause first: a rank that saw the ranks disagree explains
+  // why another timed out or lost its peer, not the other way round.
+  std::stable_sort(errors.begin(), errors.end(), [](const RankError& a, const RankError& b) {
+    return cause_rank(a) < cause_rank(b);
+  });
+  if (!errors.empty()) {
+    v.outcome = "error";
+    v.detail = errors.front().text;
+  } else if (run.deadlocked) {
+    v.outcome = run.stalled ? "hang" : "deadlock";
+    v.detail = run.deadlock_report;
+  } else {
+    v.outcome = "ok";
+  }
+  if (run.deadlocked && !errors.empty()) v.detail += "\n" + run.deadlock_report;
+
+  if (!how.process_faults.empty()) {
+    judge_process_faults(run, errors, how, v);
+  } else {
+    expected_outcome(s, run, errors, how, v, deviation);
+  }
+  for (const auto& f : log.failures) deviation(f, unspecified_scenario);
+  for (const auto& f : log.unspecified_failures) deviation(f, true);
+  if (how.records_checked) {
+    std::vector<check::Finding> findings;
+    v.checks += check::check_collectives(log.records, findings);
+    v.checks += check::check_p2p(log.records, findings);
+    for (auto& f : findings)
+      deviation(std::move(f.text), unspecified_scenario || f.kind == check::Finding::Kind::kUnspecified);
+  }
+  return v;
+}
+
+namespace {
+
+template <typename Deviation>
+void expected_outcome(const Scenario& s, const RunResult& run, const std::vector<RankError>& errors, const Judge& how,
+                      Verdict& v, Deviation& deviation) {
+  const bool unspecified_scenario = !s.unspecified.empty();
+  // Against what was expected.
+  const Outcome& want = s.outcome;
+  const std::string why_unspecified =
+      unspecified_scenario ? " (torch leaves this unspecified: " + s.unspecified + ")" : std::string();
+  switch (want.kind) {
+    case Outcome::kOk:
+      if (v.outcome != "ok")
+        deviation("expected the run to end ok, but: " + v.detail + why_unspecified, unspecified_scenario);
+      break;
+    case Outcome::kError: {
+      bool matched = false;
+      for (const RankError& e : errors) {
+        if (want.rank && e.rank != *want.rank) continue;
+        if (e.process_died && !how.collie_core) continue;  // a library that crashes raised nothing
+        if (how.collie_core) {
+          // collie's own errors are typed and worded: both must match.
+          if (want.error_kind && (!e.is_collie || e.kind != *want.error_kind)) continue;
+          if (!want.contains.empty() && e.text.find(want.contains) == std::string::npos) continue;
+        }
+        matched = true;
+      }
+      if (matched && !how.collie_core && (want.error_kind || !want.contains.empty()))
+        for (const RankError& e : errors)
+          if (!e.process_died && (!want.rank || e.rank == *want.rank)) {
+            v.notes.push_back("the expected error was raised by the library in its own words (collie's kind and "
+                              "text are not compared): " + e.text);
+            break;
+          }
+      if (!matched) {
+        std::string w = want.error_kind ? std::string(error_kind_name(*want.error_kind)) : "any";
+        deviation(want.where.str() + ": expected an error '" + w + "'" +
+                      (want.rank ? " on rank " + std::to_string(*want.rank) : "") +
+                      (want.contains.empty() || !how.collie_core ? "" : " containing \"" + want.contains + "\"") +
+                      ", but " + (v.outcome == "ok" ? std::string("the run ended ok") : "got: " + v.detail) +
+                      why_unspecified,
+                  unspecified_scenario);
+      }
+      break;
+    }
+    case Outcome::kDeadlock: {
+      std::vector<int> want_ranks = want.deadlocked_ranks;
+      std::sort(want_ranks.begin(), want_ranks.end());
+      if (!run.deadlocked) {
+        deviation(want.where.str() + ": expected a deadlock, but the run ended " + v.outcome +
+                      (v.detail.empty() ? "" : ": " + v.detail) + why_unspecified,
+                  unspecified_scenario);
+      } else if (run.blocked_ranks != want_ranks) {
+        deviation(want.where.str() + ": expected ranks blocked in the deadlock to be exactly " + ranks_text(want_ranks) +
+                      ", but they are " + ranks_text(run.blocked_ranks) + why_unspecified,
+                  unspecified_scenario);
+      } else if (!want.contains.empty() && how.collie_core &&
+                 run.deadlock_report.find(want.contains) == std::string::npos) {
+        v.failures.push_back(want.where.str() + ": the deadlock report does not contain \"" + want.contains + "\"");
+      }
+      break;
+    }
+  }
+}
+
+std::string seconds(Nanos ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f s", static_cast<double>(ns) / 1e9);
+  return b;
+}
+
+// What the library did about faults done to its processes: each survivor
+// failed with an error (naming the lost rank or not), carried on and
+// finished, or hung. A hang fails the run; failing loudly does not.
+void judge_process_faults(const RunResult& run, const std::vector<RankError>& errors, const Judge& how, Verdict& v) {
+  std::vector<int> crashed;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r)
+    if (run.ranks[r].crashed) crashed.push_back(static_cast<int>(r));
+  for (const ProcessFault& f : how.process_faults) {
+    if (f.kind == ProcessFault::Kind::kCrash)
+      v.fault_report.push_back("fault " + f.text + ": rank " + std::to_string(f.rank) + "'s process was killed (SIGKILL) " +
+                               (std::find(crashed.begin(), crashed.end(), f.rank) != crashed.end()
+                                    ? "before its op #" + std::to_string(f.before_op)
+                                    : "-- no: it never issued op #" + std::to_string(f.before_op)));
+    else
+      v.fault_report.push_back("fault " + f.text + ": rank " + std::to_string(f.rank) + "'s process was stopped (SIGSTOP) " +
+                               "before its op #" + std::to_string(f.before_op) + " and continued " +
+                               std::to_string(f.stall_ms) + " ms later");
+  }
+  std::vector<int> hung;
+  for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    if (std::find(crashed.begin(), crashed.end(), rank) != crashed.end()) continue;
+    const bool blocked = std::find(run.blocked_ranks.begin(), run.blocked_ranks.end(), rank) != run.blocked_ranks.end();
+    std::string line = "  rank " + std::to_string(rank) + ": ";
+    if (blocked) {
+      hung.push_back(rank);
+      line += "hung (no answer for the timeout)";
+    } else if (const auto e = std::find_if(errors.begin(), errors.end(), [&](const RankError& x) { return x.rank == rank; });
+               e != errors.end()) {
+      line += "failed at " + seconds(run.ranks[r].end_time) + ": " + e->text;
+      if (!crashed.empty()) {
+        bool names = false;
+        for (int c : crashed)
+          names = names || e->text.find("rank " + std::to_string(c)) != std::string::npos ||
+                  e->text.find("Rank " + std::to_string(c)) != std::string::npos;
+        line += names ? " [names the lost rank]" : " [does not name the lost rank]";
+      }
+    } else {
+      line += "finished at " + seconds(run.ranks[r].end_time);
+    }
+    v.fault_report.push_back(std::move(line));
+  }
+  if (!hung.empty()) {
+    v.failures.push_back("the library hung after the fault: rank" + std::string(hung.size() > 1 ? "s " : " ") +
+                         ranks_text(hung) + " never answered (a survivor must fail with an error, or finish)\n" +
+                         run.deadlock_report);
+    v.outcome = "hang";
+  } else {
+    v.notes.push_back(crashed.empty() ? "every rank carried on past the fault"
+                                      : "every survivor failed with an error or finished: the library fails loudly "
+                                        "when a peer dies");
+  }
+}
+
+}  // namespace
+
+}  // namespace collie::scenario

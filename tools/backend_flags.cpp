@@ -1,0 +1,71 @@
+#include "tools/backend_flags.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "backends/registry.h"
+#include "core/error.h"
+
+namespace collie::tools {
+
+namespace {
+
+// A flag's value quoted for a shell, when it needs it.
+std::string quoted(const std::string& s) {
+  if (s.find_first_of(" \t\"'$\\") == std::string::npos && !s.empty()) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+void BackendFlags::add_to(CLI::App& app) {
+  // Repeatable options take one value each: the scenario files that follow stay positional.
+  app.add_option("--backend-plugin", plugins, "load a backend plugin (a shared library); repeatable")
+      ->allow_extra_args(false);
+  app.add_option("--python", python, "torch:NAME: the Python with torch (default /usr/bin/python3, else python3)");
+  app.add_option("--torch-import", torch_imports,
+                 "torch:NAME: import this module first (one that registers your backend with "
+                 "torch.distributed.Backend.register_backend), or a .py file; repeatable")
+      ->allow_extra_args(false);
+  app.add_option("--mpirun", mpirun, "mpi: the launcher (default mpirun on PATH)");
+  app.add_option("--mpirun-args", mpirun_args, "mpi: more launcher arguments, e.g. \"--hostfile hosts\"");
+  app.add_option("--controller-host", controller_host,
+                 "process backends: the IPv4 address rank processes on other hosts reach this collie at "
+                 "(default 127.0.0.1)");
+}
+
+int BackendFlags::apply() const {
+  for (const auto& p : plugins) {
+    try {
+      BackendRegistry::builtin().load_plugin(p);
+    } catch (const Error& e) {
+      std::cerr << "collie: " << e.detail() << "\n";
+      return 2;
+    }
+  }
+  if (!python.empty()) ::setenv("COLLIE_PYTHON", python.c_str(), 1);
+  if (!torch_imports.empty()) {
+    std::string joined;
+    for (const auto& m : torch_imports) joined += (joined.empty() ? "" : ",") + m;
+    ::setenv("COLLIE_TORCH_IMPORT", joined.c_str(), 1);
+  }
+  if (!mpirun.empty()) ::setenv("COLLIE_MPIRUN", mpirun.c_str(), 1);
+  if (!mpirun_args.empty()) ::setenv("COLLIE_MPIRUN_ARGS", mpirun_args.c_str(), 1);
+  if (!controller_host.empty()) ::setenv("COLLIE_CONTROLLER_HOST", controller_host.c_str(), 1);
+  return 0;
+}
+
+std::vector<std::string> BackendFlags::replay() const {
+  std::vector<std::string> out;
+  for (const auto& p : plugins) out.insert(out.end(), {"--backend-plugin", quoted(p)});
+  if (!python.empty()) out.insert(out.end(), {"--python", quoted(python)});
+  for (const auto& m : torch_imports) out.insert(out.end(), {"--torch-import", quoted(m)});
+  if (!mpirun.empty()) out.insert(out.end(), {"--mpirun", quoted(mpirun)});
+  if (!mpirun_args.empty()) out.insert(out.end(), {"--mpirun-args", quoted(mpirun_args)});
+  if (!controller_host.empty()) out.insert(out.end(), {"--controller-host", quoted(controller_host)});
+  return out;
+}
+
+}  // namespace collie::tools
