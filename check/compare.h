@@ -3,9 +3,11 @@
 //
 // Equal means bit for bit, except where the rule allows rounding: a
 // floating SUM, AVG or PRODUCT of `contributors` operands may be combined in
-// any order by a correct implementation, and each order rounds differently,
-// so such results are equal within 2 x contributors x epsilon of the larger
-// magnitude. Unless the rule is bitwise, NaN equals NaN whatever its sign
+// any order by a correct implementation, and with three or more operands
+// each order rounds differently, so such results are equal within
+// 2 x contributors x epsilon of the larger magnitude. Two operands combine
+// once, with one rounding whatever the order: exact (a bfloat16 SUM that
+// truncates instead of rounding to nearest even fails here). Unless the rule is bitwise, NaN equals NaN whatever its sign
 // or payload bits, and -0.0 equals +0.0.
 #pragma once
 

@@ -36,6 +36,7 @@ std::string CollectiveCase::describe() const {
   if (tensor_form) os << " tensor_form";
   if (uneven) os << " uneven";
   if (special_values) os << " special_values";
+  if (rounding) os << " rounding";
   return os.str();
 }
 
@@ -103,6 +104,13 @@ void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_in
       std::uint64_t y = c.data_seed ^ (static_cast<std::uint64_t>(list_index + 1) << 52) ^ i;
       const std::uint64_t cls = sim::Prng::splitmix64(y) % 5;
       set_special(t, i, cls, h, product);
+    } else if (c.rounding && is_floating(t.dtype())) {
+      // 1 + k / 65536 times 2^-3 .. 2^3 (PRODUCT: 2^-2 .. 2^1, so that no
+      // order of a few factors overflows float16), either sign; stored
+      // rounded to the dtype.
+      const double m = 1.0 + static_cast<double>(h & 0xffff) / 65536.0;
+      const double v = std::ldexp(m, product ? static_cast<int>((h >> 16) % 4) - 2 : static_cast<int>((h >> 16) % 7) - 3);
+      t.set(i, (h >> 24) & 1 ? -v : v);
     } else if (t.dtype() == DType::kBool) {
       t.set(i, static_cast<double>(h & 1));
     } else if (is_floating(t.dtype())) {
@@ -479,6 +487,15 @@ CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<Co
       const auto ur = static_cast<std::size_t>(r);
       const std::string who = s.c.describe() + ": rank " + std::to_string(r);
       std::string d = differs(s.tensor[ur], s.want_tensor[ur]);
+      if (!d.empty() && s.c.rounding) {
+        // Inexact inputs: exact with two contributors (one rounding in any
+        // order), within the rounding orders allow with more.
+        const auto members = static_cast<int>(
+            std::count_if(s.group_rank.begin(), s.group_rank.end(), [](int g) { return g >= 0; }));
+        d = check::compare_tensors(s.tensor[ur], s.want_tensor[ur],
+                                   check::CompareRule{.reduced = true, .op = s.c.reduce_op, .contributors = members,
+                                                      .want_is = "expected"});
+      }
       if (!d.empty() && s.c.special_values) {
         std::string note;
         d = special_difference(s.tensor[ur], s.want_tensor[ur], s.c, note);
@@ -543,7 +560,7 @@ std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase
   return run_and_check(world.world(), cases, "seed " + std::to_string(world.options().seed));
 }
 
-CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng) {
+CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng, bool deep) {
   CollectiveCase c;
   c.op = op;
   if (prng.below(2) == 0) {
@@ -558,6 +575,20 @@ CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng) {
   c.reduce_op = ops[prng.below(ops.size())];
   static constexpr std::size_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 31, 61, 127, 257, 1021, 4099};
   c.count = kCounts[prng.below(std::size(kCounts))];
+  if (deep) {
+    static constexpr std::size_t kDeepCounts[] = {65537, 262147, 1048573, 1572869};
+    switch (prng.below(3)) {
+      case 0: c.count = static_cast<std::size_t>(prng.below(static_cast<std::uint64_t>(world))); break;  // below the world size
+      case 1: c.count = kDeepCounts[prng.below(std::size(kDeepCounts))]; break;
+      default: break;
+    }
+    const bool block_wise = op == CollectiveKind::kAllGather || op == CollectiveKind::kGather ||
+                            op == CollectiveKind::kScatter || op == CollectiveKind::kReduceScatter ||
+                            op == CollectiveKind::kAllToAll;
+    const std::size_t per_count = static_cast<std::size_t>(world) * (block_wise ? static_cast<std::size_t>(world) : 1);
+    const std::size_t cap = (std::size_t{1} << 25) / per_count;
+    if (c.count > cap) c.count = cap | 1;  // still odd
+  }
   std::vector<int> members = c.group;
   if (members.empty())
     for (int r = 0; r < world; ++r) members.push_back(r);

@@ -45,6 +45,12 @@ struct CollectiveCase {
   // signalling, with and without payloads), infinities and subnormals, mixed
   // so that every result is still exact in any order of combination.
   bool special_values = false;
+  // Floating inputs with every mantissa bit of their dtype in use (17
+  // significant bits, magnitudes 1/8 .. 16, both signs; PRODUCT 1/4 .. 4), so that sums and
+  // products need rounding: with two contributors one rounding, the same in
+  // any order, so the result is checked exactly (a bfloat16 SUM that
+  // truncates instead of rounding to nearest even fails).
+  bool rounding = false;
   // The one-tensor form: all_gather_into_tensor, reduce_scatter_tensor,
   // all_to_all_single (instead of all_gather, reduce_scatter, all_to_all).
   bool tensor_form = false;
@@ -81,8 +87,11 @@ std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase
 // A random case of `op` for a world of `world` ranks, drawn from `prng`:
 // random group (the world half the time), dtype, supported reduce op, count
 // (0, 1, primes, up to a few thousand), root, algorithm (or auto), the list
-// or the tensor form, and for all_to_all even or uneven blocks.
-CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng);
+// or the tensor form, and for all_to_all even or uneven blocks. `deep`
+// cases also draw counts below the world size and from 64 Ki to several
+// MiB (odd sizes), capped so that the whole job holds at most 2^25
+// elements.
+CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng, bool deep = false);
 
 // Random point-to-point traffic on a job of `world` ranks: every rank
 // sends `per_rank` messages of random sizes to random peers on random tags,

@@ -85,6 +85,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   if (processes && backend.create) flags += " --processes";
   if (o.strict) flags += " --strict";
   JobCache jobs;
+  std::uint64_t frames = 0;  // delivered to collie's core over all runs (process backends count none)
+  std::uint64_t* frames_total = &frames;
 
   // Scenarios marked for conformance.
   std::vector<std::string> files;
@@ -113,7 +115,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.kind = "scenario";
     p.world = s->world;
     p.replay = "collie run " + f + " --backend " + o.backend + flags;
-    p.run = [s, &o, &reg, &jobs, processes] {
+    p.run = [s, &o, &reg, &jobs, processes, frames_total] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
       ro.registry = &reg;
@@ -122,6 +124,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       ro.strict = o.strict;
       if (processes && o.timeout_ns) ro.timeout_ns = o.timeout_ns;
       auto r = scenario::run_scenario(*s, ro);
+      *frames_total += r.frames;
       Ran ran;
       ran.implementation = r.implementation;
       ran.notes = std::move(r.notes);
@@ -133,8 +136,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   }
 
   // Generated property cases, each on a job of its world.
-  auto on_job = [&o, &backend, &jobs, processes](int world, std::uint64_t seed) {
-    return [&o, &backend, &jobs, processes, world, seed](const DistProgram& program) {
+  auto on_job = [&o, &backend, &jobs, processes, frames_total](int world, std::uint64_t seed) {
+    return [&o, &backend, &jobs, processes, world, seed, frames_total](const DistProgram& program) {
       JobOptions jo;
       jo.world_size = world;
       jo.seed = seed;
@@ -147,6 +150,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       ctx.label = "backend " + backend.name + ", seed " + std::to_string(seed);
       RunResult r = job.run(program, ctx);
       jobs.release();
+      *frames_total += r.frames;
       return r;
     };
   };
@@ -157,48 +161,63 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     ran.skipped = c.skipped;
     return ran;
   };
-  sim::Prng prng(o.seed);
   const std::vector<CollectiveKind> kinds = {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
                                              CollectiveKind::kAllReduce, CollectiveKind::kScatter,
                                              CollectiveKind::kGather,    CollectiveKind::kAllGather,
                                              CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
                                              CollectiveKind::kBarrier};
-  for (CollectiveKind k : kinds) {
-    for (int i = 0; i < o.cases_per_feature; ++i) {
-      const int world = 1 + static_cast<int>(prng.below(9));
-      const CollectiveCase c = random_case(k, world, prng);
-      const std::uint64_t seed = prng.next() & 0xffffffffu;
-      Pending p;
-      p.feature = collective_name(k);
-      p.name = "random_" + std::to_string(i);
-      p.kind = "property";
-      p.world = world;
-      p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
-                 " --filter '^" + p.feature + "/" + p.name + "$'";
-      p.run = [c, world, seed, strict, on_job, property] {
-        return property(run_and_check(on_job(world, seed), world, {c}, strict, ""),
-                        "world " + std::to_string(world));
-      };
-      pending.push_back(std::move(p));
-    }
-  }
-  for (int i = 0; i < o.cases_per_feature; ++i) {
-    const int world = 2 + static_cast<int>(prng.below(7));
+  // Generated case i of a feature comes from its own PRNG (seed, feature,
+  // i), so that a replay regenerates it alone. Cases past the first
+  // kShallowCases go deeper: worlds up to 32, counts below the world size
+  // and up to several MiB; their replay names --cases.
+  constexpr int kShallowCases = 20;
+  auto case_prng = [&o](int feature, int i) {
+    std::uint64_t x = o.seed ^ (static_cast<std::uint64_t>(feature + 1) << 40) ^ (static_cast<std::uint64_t>(i) << 8);
+    return sim::Prng(sim::Prng::splitmix64(x));
+  };
+  auto replay_of = [&o, &flags](const std::string& feature, const std::string& name, int i) {
+    return "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+           (i >= kShallowCases ? " --cases " + std::to_string(i + 1) : std::string()) + " --filter '^" + feature +
+           "/" + name + "$'";
+  };
+  auto collective_case = [&](CollectiveKind k, int i) {
+    sim::Prng prng = case_prng(static_cast<int>(k), i);
+    const bool deep = i >= kShallowCases;
+    const int world = deep ? 2 + static_cast<int>(prng.below(31)) : 1 + static_cast<int>(prng.below(9));
+    const CollectiveCase c = random_case(k, world, prng, deep);
+    const std::uint64_t seed = prng.next() & 0xffffffffu;
+    Pending p;
+    p.feature = collective_name(k);
+    p.name = "random_" + std::to_string(i);
+    p.kind = "property";
+    p.world = world;
+    p.replay = replay_of(p.feature, p.name, i);
+    p.run = [c, world, seed, strict, on_job, property] {
+      return property(run_and_check(on_job(world, seed), world, {c}, strict, ""), "world " + std::to_string(world));
+    };
+    return p;
+  };
+  auto p2p_case = [&](int i) {
+    sim::Prng prng = case_prng(kNumCollectiveKinds, i);
+    const bool deep = i >= kShallowCases;
+    const int world = deep ? 2 + static_cast<int>(prng.below(31)) : 2 + static_cast<int>(prng.below(7));
     const std::uint64_t seed = prng.next();
     Pending p;
     p.feature = "p2p";
     p.name = "random_traffic_" + std::to_string(i);
     p.kind = "property";
     p.world = world;
-    p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
-               " --filter '^p2p/" + p.name + "$'";
+    p.replay = replay_of(p.feature, p.name, i);
     p.run = [world, seed, on_job, property] {
       sim::Prng traffic(seed);
       return property(run_p2p_traffic(on_job(world, seed), world, traffic, 12, ""),
                       "random traffic, world " + std::to_string(world) + ", seed " + std::to_string(seed));
     };
-    pending.push_back(std::move(p));
-  }
+    return p;
+  };
+  for (CollectiveKind k : kinds)
+    for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(collective_case(k, i));
+  for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(p2p_case(i));
   for (int d = 0; d < kNumDTypes; ++d) {
     for (int op = 0; op < kNumReduceOps; ++op) {
       if (reduce_op_unsupported(static_cast<ReduceOp>(op), static_cast<DType>(d))) continue;
@@ -245,15 +264,73 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     }
   }
 
+  // Half precision whose sums and products need rounding: two contributors
+  // (one rounding, checked exactly: round to nearest even, as torch does),
+  // then four and a group of three (checked within the rounding any order
+  // allows), through each all_reduce algorithm and reduce_scatter.
+  {
+    int i = 0;
+    for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax}) {
+        for (int world : {2, 4}) {
+          CollectiveCase c;
+          c.op = op == ReduceOp::kSum && world == 4 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+          c.dtype = dt;
+          c.reduce_op = op;
+          c.count = 1000;
+          c.rounding = true;
+          c.data_seed = static_cast<std::uint64_t>(9000 + ++i);
+          if (world == 4 && op == ReduceOp::kMax) c.group = {0, 2, 3};
+          Pending p;
+          p.feature = "half_precision";
+          p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_world" + std::to_string(world);
+          p.kind = "property";
+          p.world = world;
+          p.replay =
+              "collie conformance --backend " + o.backend + flags + " --filter '^half_precision/" + p.name + "$'";
+          p.run = [c, world, strict, on_job, property] {
+            return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
+          };
+          pending.push_back(std::move(p));
+        }
+      }
+    }
+  }
+
+  std::regex re;
   if (!o.filter.empty()) {
-    std::regex re;
     try {
       re = std::regex(o.filter);
     } catch (const std::regex_error& e) {
       throw Error(ErrorKind::kUsage, OpContext{}, "--filter '" + o.filter + "' is not a valid regular expression: " + e.what());
     }
-    std::erase_if(pending, [&](const Pending& p) { return !std::regex_search(p.feature + "/" + p.name, re); });
   }
+  auto selected = [&](const Pending& p) { return o.filter.empty() || std::regex_search(p.feature + "/" + p.name, re); };
+  std::erase_if(pending, [&](const Pending& p) { return !selected(p); });
+  const auto suite_start = std::chrono::steady_clock::now();
+  auto execute = [&](Pending& p, CaseResult& c) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Ran ran;
+    try {
+      ran = p.run();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kUsage) throw;  // the backend cannot run at all
+      ran.failure = std::string("the case threw: ") + e.what();
+    } catch (const std::exception& e) {
+      ran.failure = std::string("the case threw: ") + e.what();
+    }
+    if (res.implementation.empty()) res.implementation = ran.implementation;
+    c.feature = p.feature;
+    c.name = p.name;
+    c.kind = p.kind;
+    c.skipped = !ran.skipped.empty() && ran.failure.empty();
+    c.skip_reason = ran.skipped;
+    c.passed = ran.failure.empty() && !c.skipped;
+    c.message = first_lines(ran.failure, 12);
+    c.notes = std::move(ran.notes);
+    c.replay = p.replay;
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   // A process job is started once per world size: run the cases grouped by
   // world (stable within a world), report them in the suite's order.
   std::vector<std::size_t> order(pending.size());
@@ -267,29 +344,26 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     Pending& p = pending[at];
     if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
     ++index;
-    const auto t0 = std::chrono::steady_clock::now();
-    Ran ran;
-    try {
-      ran = p.run();
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kUsage) throw;  // the backend cannot run at all
-      ran.failure = std::string("the case threw: ") + e.what();
-    } catch (const std::exception& e) {
-      ran.failure = std::string("the case threw: ") + e.what();
-    }
-    if (res.implementation.empty()) res.implementation = ran.implementation;
-    CaseResult& c = res.cases[at];
-    c.feature = p.feature;
-    c.name = p.name;
-    c.kind = p.kind;
-    c.skipped = !ran.skipped.empty() && ran.failure.empty();
-    c.skip_reason = ran.skipped;
-    c.passed = ran.failure.empty() && !c.skipped;
-    c.message = first_lines(ran.failure, 12);
-    c.notes = std::move(ran.notes);
-    c.replay = p.replay;
-    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    execute(p, res.cases[at]);
   }
+  // --budget: deeper generated cases, round after round, until the time
+  // given is spent (a round is one case per collective and p2p).
+  for (int i = o.cases_per_feature; o.budget_seconds > 0; ++i) {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
+    if (spent >= o.budget_seconds) break;
+    std::vector<Pending> round;
+    for (CollectiveKind k : kinds) round.push_back(collective_case(k, i));
+    round.push_back(p2p_case(i));
+    for (Pending& p : round) {
+      if (!selected(p)) continue;
+      if (o.progress) o.progress(index, index + 1, p.feature + "/" + p.name);
+      ++index;
+      res.cases.emplace_back();
+      execute(p, res.cases.back());
+    }
+    if (i > 100000) break;  // nothing selected: the filter matches no generated case
+  }
+  res.frames = frames;
   return res;
 }
 
@@ -328,6 +402,12 @@ std::string format_matrix(const SuiteResult& r) {
                   verdict);
     os << line;
   }
+  int generated = 0;
+  for (const auto& c : r.cases) generated += c.kind == "property" ? 1 : 0;
+  os << "  " << r.cases.size() << " cases (" << generated << " generated), "
+     << (r.frames ? std::to_string(r.frames) + " frames delivered"
+                  : std::string("frames not counted (the ops ran in the implementation's own processes)"))
+     << "\n";
   const int failed = r.failed();
   if (failed) {
     os << "\nfailures (" << failed << "):\n";

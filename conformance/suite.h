@@ -30,7 +30,12 @@ struct SuiteOptions {
   std::vector<std::string> replay_flags;      // appended to every replay command (--backend-plugin PATH, ...)
   std::vector<std::string> scenario_dirs;     // searched recursively for *.yaml
   std::string filter;                         // ECMAScript regex on "feature/name"; empty: all
-  int cases_per_feature = 20;                 // generated property cases per feature
+  // Generated property cases per feature; past the first 20 they go
+  // deeper (worlds up to 32, counts below the world size and up to MiBs).
+  int cases_per_feature = 20;
+  // After the cases above, keep generating deeper rounds until this many
+  // seconds have passed since the suite started (0: none).
+  double budget_seconds = 0;
   std::uint64_t seed = 1;                     // of the generated cases
   // Called before each case: (index, total, "feature/name").
   std::function<void(int, int, const std::string&)> progress;
@@ -54,6 +59,7 @@ struct SuiteResult {
   std::string implementation;  // what ran the ops ("Open MPI 4.1.4", ...)
   std::vector<CaseResult> cases;
   std::vector<std::string> load_errors;  // scenarios that did not load
+  std::uint64_t frames = 0;    // frames delivered to collie's core over every run (0: not counted)
   bool passed() const;  // nothing failed and something passed
   int failed() const;
   int skipped() const;

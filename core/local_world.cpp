@@ -31,13 +31,14 @@ Spawned run_rank(const std::function<Task<void>(Dist&)>& program, Dist& dist, Ra
 }
 
 bool RunResult::ok() const {
-  if (deadlocked) return false;
+  if (deadlocked || !transport_fault.empty()) return false;
   for (const RankOutcome& r : ranks)
     if (!r.finished || r.error || r.crashed) return false;
   return true;
 }
 
 std::string RunResult::describe() const {
+  if (!transport_fault.empty()) return transport_fault + "\n" + deadlock_report;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i].error) {
       try {
@@ -52,6 +53,8 @@ std::string RunResult::describe() const {
   if (deadlocked) return deadlock_report;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (ranks[i].crashed) return "rank " + std::to_string(i) + " crashed (an injected fault)";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (!ranks[i].finished) return "rank " + std::to_string(i) + " never finished its program";
   return "ok";
 }
 
@@ -100,14 +103,32 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   RunResult res;
   res.ranks.resize(n);
   std::size_t finished = 0;
+  std::uint64_t frames_before = 0;
+  for (const auto& c : comms_) frames_before += c->engine().frames_received();
   const std::function<Task<void>(Dist&)> as_dist = [&program](Dist& d) { return program(static_cast<Communicator&>(d)); };
   for (std::size_t r = 0; r < n; ++r) programs_->spawn(run_rank(as_dist, *comms_[r], res.ranks[r], finished));
   Transport& exec = comms_[0]->transport();
+  bool stuck = false;
   try {
     exec.run_until([&] { return finished == n; }, std::nullopt);
+    if (finished < n) {
+      // No deadline was given: returning early breaks the executor's
+      // contract. Blame the transport, and say what the ranks waited for.
+      std::string unfinished;
+      for (std::size_t r = 0; r < n; ++r)
+        if (!res.ranks[r].finished) unfinished += (unfinished.empty() ? "" : ", ") + std::to_string(r);
+      res.transport_fault = "transport: run_until returned before every rank finished (unfinished: rank" +
+                            std::string(n - finished > 1 ? "s " : " ") + unfinished +
+                            ") without reporting a deadlock; core/executor.h: it runs until done, or throws "
+                            "Error(kDeadlock) when nothing can progress";
+      stuck = true;
+    }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kDeadlock) throw;
     res.deadlocked = true;
+    stuck = true;
+  }
+  if (stuck) {
     DiagnosisInput in;
     in.now = exec.now();
     in.label = context.label;
@@ -152,6 +173,8 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
     for (std::size_t r = 0; r < n; ++r) res.ranks[r].crashed = context.crashed(static_cast<int>(r));
   for (const RankOutcome& o : res.ranks) res.end_time = std::max(res.end_time, o.end_time);
   res.stopped_at = exec.now();
+  for (const auto& c : comms_) res.frames += c->engine().frames_received();
+  res.frames -= frames_before;
   return res;
 }
 

@@ -43,7 +43,7 @@ struct RunResult {
   Nanos stopped_at = 0;          // the executor's clock when the run stopped
   std::uint64_t trace_hash = 0;  // filled in by simulated worlds
   std::uint64_t events = 0;
-  std::uint64_t frames = 0;
+  std::uint64_t frames = 0;      // frames delivered to the ranks during the run (0: not counted)
   bool deadlocked = false;
   // A real job stopped making progress for the timeout (it has no global
   // view to diagnose a deadlock with): blocked_ranks and deadlock_report
@@ -53,9 +53,15 @@ struct RunResult {
   std::string deadlock_report;     // the diagnosis (core/diagnosis.h), ending with the replay command
   std::string deadlock_dot;        // the wait-for graph as Graphviz
   std::vector<std::string> causes; // the diagnosis's root causes
+  // The transport broke its contract so that the run could not finish
+  // (core/executor.h: run_until returned before every rank finished,
+  // without reporting a deadlock). Never a pass, whatever the scenario
+  // expects; deadlock_report then says what each unfinished rank waited for.
+  std::string transport_fault;
 
   bool ok() const;               // every rank finished without an error
-  // The first rank error as text, or the deadlock report, or "ok".
+  // The transport's fault, the first rank error as text, or the deadlock
+  // report, or the ranks that never finished, or "ok".
   std::string describe() const;
 };
 

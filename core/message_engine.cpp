@@ -44,6 +44,7 @@ bool MessageEngine::matches(const RecvSpec& s, const FrameHeader& h) {
 
 std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared_ptr<const OpInfo> info) {
   auto w = new_work(info);
+  if (refuse_if_broken(w)) return w;
   FrameHeader h;
   h.src = rank_;
   h.dst = spec.dst;
@@ -97,6 +98,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
 
 std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
   auto w = new_work(info);
+  if (refuse_if_broken(w)) return w;
   if (spec.src != kAnySource && lost_peers_.count(spec.src)) {
     bool already_here = false;  // a message it sent before it was lost can still be received
     for (const auto& f : unexpected_) already_here = already_here || matches(spec, f.header);
@@ -120,13 +122,79 @@ std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared
   return w;
 }
 
+namespace {
+
+const char* frame_kind_text(FrameKind k) {
+  switch (k) {
+    case FrameKind::kEager: return "eager";
+    case FrameKind::kRts: return "RTS";
+    case FrameKind::kCts: return "CTS";
+    case FrameKind::kData: return "data";
+    case FrameKind::kNack: return "NACK";
+  }
+  return "unknown";
+}
+
+// "eager frame from rank 1 to rank 0 (context 2, tag 3, channel_seq 5,
+// float32 x 4, 16 bytes, part of all_reduce(...) #1)": a frame as a
+// transport's author looks for it.
+std::string describe_frame(const FrameHeader& h) {
+  std::string s = std::string(frame_kind_text(h.kind)) + " frame from rank " + std::to_string(h.src) + " to rank " +
+                  std::to_string(h.dst) + " (context " + std::to_string(h.context) + ", tag " + std::to_string(h.tag);
+  if (h.kind == FrameKind::kEager || h.kind == FrameKind::kRts) s += ", channel_seq " + std::to_string(h.channel_seq);
+  if (h.kind != FrameKind::kEager) s += ", rendezvous " + std::to_string(h.rendezvous_id);
+  s += ", " + describe_elements(h.dtype, h.count) + ", " + std::to_string(h.bytes) + " bytes";
+  if (h.fp.op != CollectiveKind::kNone) s += ", part of " + describe_call(h.fp);
+  return s + ")";
+}
+
+}  // namespace
+
+void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what) {
+  if (broken_) return;
+  OpContext ctx{rank_, "", "", -1, {}};
+  if (h) ctx.peers = {h->src};
+  broken_ = std::make_exception_ptr(Error(ErrorKind::kTransport, ctx,
+                                          "the transport broke its contract (core/transport.h): " + what +
+                                              (h ? ": " + describe_frame(*h) : std::string())));
+  fail_everything(broken_);
+  // Sends already handed to the transport can no longer be trusted either.
+  std::vector<std::shared_ptr<WorkState>> sending;
+  for (auto& [id, ps] : sends_)
+    if (ps.work && !ps.work->completed) sending.push_back(ps.work);
+  sends_.clear();
+  for (auto& w : sending) w->finish(broken_);
+}
+
+bool MessageEngine::refuse_if_broken(const std::shared_ptr<WorkState>& w) {
+  if (!broken_) return false;
+  w->finish(broken_);
+  return true;
+}
+
 void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> payload) {
+  ++frames_received_;
+  if (broken_) return;  // after a violation nothing that arrives is trusted
+  if (h.dst != rank_)
+    return contract_violation(&h, "rank " + std::to_string(rank_) + " was handed a frame for rank " +
+                                      std::to_string(h.dst));
+  if (h.src < 0 || h.src >= t_.world_size())
+    return contract_violation(&h, "a frame from rank " + std::to_string(h.src) + ", outside the world of " +
+                                      std::to_string(t_.world_size()));
+  if (payload.size() != h.bytes && !(payload.empty() && !t_.moves_payloads()))
+    return contract_violation(&h, "a payload of " + std::to_string(payload.size()) +
+                                      " bytes for a header that says " + std::to_string(h.bytes));
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
       std::uint64_t& next = in_next_[h.src];
       if (h.channel_seq != next) {
-        if (h.channel_seq < next) return;  // a duplicate of a frame already processed
+        if (h.channel_seq < next)
+          return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
+                                            " from rank " + std::to_string(h.src) + " was already delivered)");
+        if (early_[h.src].count(h.channel_seq))
+          return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
+                                            " from rank " + std::to_string(h.src) + " is already held for order)");
         StoredFrame& f = early_[h.src][h.channel_seq];
         f.header = h;
         f.payload.assign(payload.begin(), payload.end());
@@ -190,9 +258,12 @@ FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
+  if (broken_) return;
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
-  if (it == sends_.end()) return;
+  if (it == sends_.end() || it->second.awaiting_cts)
+    return contract_violation(nullptr, "on_send_complete for cookie " + std::to_string(id) +
+                                           ", which is not an outstanding send (completed twice, or never posted)");
   auto w = std::move(it->second.work);
   sends_.erase(it);
   w->finish(nullptr);

@@ -141,6 +141,8 @@ class MessageEngine final : public FrameSink {
     FrameHeader header;
   };
   std::vector<Unmatched> unmatched() const;
+  // Frames the transport delivered to this rank so far.
+  std::uint64_t frames_received() const { return frames_received_; }
 
   // One line per posted receive / unfinished send, for deadlock reports.
   std::vector<std::string> describe_pending() const;
@@ -189,6 +191,13 @@ class MessageEngine final : public FrameSink {
   bool check_collective(const FrameHeader& h);
   bool check_context(const FrameHeader& h);
   void fail_everything(std::exception_ptr err);
+  // The transport broke core/transport.h's contract (`what`, about frame
+  // `h` when there is one): every operation of this rank fails with a typed
+  // transport error saying so, and so does every later one -- its traffic
+  // can no longer be trusted. Never throws into the transport.
+  void contract_violation(const FrameHeader* h, const std::string& what);
+  // Whether a violation happened; then `w` is failed with it.
+  bool refuse_if_broken(const std::shared_ptr<WorkState>& w);
   void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
   void send_control(FrameKind kind, const FrameHeader& about, std::string reason = {});
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
@@ -200,6 +209,8 @@ class MessageEngine final : public FrameSink {
   std::unordered_map<int, std::uint64_t> out_seq_;  // next channel_seq per destination
   std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
   std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
+  std::exception_ptr broken_;  // the transport's contract violation, once one happened
+  std::uint64_t frames_received_ = 0;
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;

@@ -110,6 +110,13 @@ class Transport : public Executor {
   // instead of scheduling a resumption.
   virtual bool charges_compute_time() const { return false; }
 
+  // False only for a transport that moves no payload bytes at all (the
+  // simulator's timing-only mode, whose tensors have no memory): its frames
+  // arrive with an empty payload whatever header.bytes says. Every other
+  // transport delivers exactly header.bytes bytes, and the core fails a
+  // frame that differs as a contract violation.
+  virtual bool moves_payloads() const { return true; }
+
   // ---- memory ------------------------------------------------------------
   // The defaults operate on host memory; device transports override them.
   virtual void copy(void* dst, const void* src, std::size_t bytes);

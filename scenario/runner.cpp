@@ -286,6 +286,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   }
   res.trace_hash = job->trace_hash();
   res.events = job->events();
+  res.frames = rr.frames;
   if (options.jobs) options.jobs->release();
   owned.reset();
 

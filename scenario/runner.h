@@ -86,6 +86,7 @@ struct ScenarioResult {
   Nanos virtual_time = 0;
   std::uint64_t trace_hash = 0;
   std::uint64_t events = 0;
+  std::uint64_t frames = 0;           // frames delivered (collie's core; 0 for process backends)
   bool simulated = false;
   int checks = 0;                     // ops compared with the oracle or a send
   double wall_seconds = 0;

@@ -68,7 +68,7 @@ TEST(TutorialScenarios, PrintWhatTheSeedsPrint) {
 TEST(TutorialScenarios, EveryScenarioUnderScenariosPasses) {
   int n = 0;
   for (const auto& dir : {"tutorial", "p2p", "groups", "broadcast", "reduce", "all_reduce", "scatter", "gather",
-                          "all_gather", "barrier", "dtypes", "edge", "errors", "deadlocks"}) {
+                          "all_gather", "reduce_scatter", "all_to_all", "barrier", "dtypes", "edge", "errors", "deadlocks"}) {
     for (const auto& e : std::filesystem::directory_iterator(scenario_path(dir))) {
       if (e.path().extension() != ".yaml") continue;
       ++n;

@@ -80,6 +80,14 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
     else v.failures.push_back(std::move(text));
   };
 
+  // A transport that broke the executor's contract left ranks unfinished:
+  // never a pass, whatever the scenario expects.
+  if (!run.transport_fault.empty()) {
+    v.outcome = "error";
+    v.detail = run.transport_fault + "\n" + run.deadlock_report;
+    v.failures.push_back(v.detail);
+    return v;
+  }
   // What happened.
   std::vector<RankError> errors;
   for (std::size_t r = 0; r < run.ranks.size(); ++r) {

@@ -119,7 +119,8 @@ FaultPlan random_fault_plan(std::uint64_t seed, int world, bool destructive) {
   auto rank = [&] { return static_cast<int>(p.below(static_cast<std::uint64_t>(world))); };
   const int n = 1 + static_cast<int>(p.below(4));
   for (int i = 0; i < n; ++i) {
-    const int kind = static_cast<int>(p.below(destructive ? 9 : 6));
+    int kind = static_cast<int>(p.below(destructive ? 9 : 5));
+    if (!destructive && kind >= 1) ++kind;  // benign: no duplicates (1), a transport contract violation
     switch (kind) {
       case 0: {
         MessageFault f;

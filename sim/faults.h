@@ -5,9 +5,11 @@
 // simulator applies it; it never checks anything. What it did is recorded as
 // FaultRecords that traces and deadlock diagnosis show.
 //
-// What the core masks: delay, duplicate and reorder (per-channel sequence
-// numbers restore order and drop duplicates), so results still equal the
-// oracle. What it cannot: drop, partition and crash, which end in an error
+// What the core masks: delay and reorder (per-channel sequence numbers
+// restore order), so results still equal the oracle. What it detects and
+// names: duplicate, a frame delivered twice -- a transport contract
+// violation (core/transport.h), failed as a transport error naming the
+// frame. What it cannot: drop, partition and crash, which end in an error
 // (with timeouts) or a deadlock that the diagnosis explains.
 #pragma once
 
@@ -112,8 +114,8 @@ struct FaultPlan {
 };
 
 // A random fault profile for `world` ranks, a different mix per seed.
-// Benign profiles hold only faults the core must mask (delay, duplicate,
-// reorder, slow ranks, clock skew, degraded links); destructive ones may add
+// Benign profiles hold only faults the core must mask (delay, reorder, slow
+// ranks, clock skew, degraded links); destructive ones may add duplicates,
 // drops, partitions and crashes.
 FaultPlan random_fault_plan(std::uint64_t seed, int world, bool destructive);
 

@@ -46,6 +46,8 @@ class Simulator::Endpoint final : public Transport {
   Nanos now() const override { return sim_.local_time(rank_, sim_.now_); }
   FrameSink* sink() const { return sink_; }
 
+  bool moves_payloads() const override { return !sim_.timing_only_; }
+
   // Memory: skipped in timing-only mode, where tensors have no bytes.
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (!sim_.timing_only_) Transport::copy(dst, src, bytes);

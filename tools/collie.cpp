@@ -86,12 +86,15 @@ void print_result(const ScenarioResult& r, int verbosity) {
   }
   s << "; seed " << r.seed;
   if (r.simulated && r.events) {
-    // The simulator's speed: events per second of wall time.
-    std::ostringstream rate;
-    rate.precision(2);
-    rate << std::fixed << static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6;
-    s << "; " << r.events << " events in " << std::fixed << std::setprecision(2) << r.wall_seconds << " s ("
-      << rate.str() << " M events/s)";
+    s << "; " << r.events << " events";
+    // The simulator's speed in wall time: -v only, so that the default
+    // output is the same bytes for the same inputs and seed.
+    if (verbosity > 0) {
+      std::ostringstream rate;
+      rate.precision(2);
+      rate << std::fixed << static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6;
+      s << " in " << std::fixed << std::setprecision(2) << r.wall_seconds << " s (" << rate.str() << " M events/s)";
+    }
   }
   if (!r.implementation.empty() && !r.simulated) s << "; " << r.implementation;
   std::cout << s.str() << "\n";
@@ -278,7 +281,13 @@ int main(int argc, char** argv) {
   conf->add_option("--filter", filter, "only cases whose feature/name matches this regular expression");
   cflags.add_to(*conf);
   conf->add_option("--scenarios", dirs, "folders of scenarios (default: " COLLIE_SCENARIO_DIR ")");
-  conf->add_option("--cases", cases, "generated property cases per feature")->check(CLI::Range(0, 100000));
+  conf->add_option("--cases", cases,
+                   "generated property cases per feature (past 20 they go deeper: worlds up to 32, MiB counts)")
+      ->check(CLI::Range(0, 100000));
+  double budget_s = 0;
+  conf->add_option("--budget", budget_s,
+                   "then keep generating deeper cases until this many seconds have passed")
+      ->check(CLI::Range(0.0, 1e7));
   conf->add_option("--seed", cseed, "seed of the generated cases")->check(kWholeNumber);
   conf->add_flag("-q,--quiet", cquiet, "no progress display");
   bool cprocesses = false, cstrict = false;
@@ -643,6 +652,7 @@ int main(int argc, char** argv) {
     so.scenario_dirs = dirs.empty() ? std::vector<std::string>{COLLIE_SCENARIO_DIR} : dirs;
     so.filter = filter;
     so.cases_per_feature = cases;
+    so.budget_seconds = budget_s;
     so.seed = cseed;
     Progress progress;
     progress.on = !cquiet && isatty(STDERR_FILENO);

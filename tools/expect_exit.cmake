@@ -3,6 +3,7 @@
 # torch) it first asks `collie backends` (CMD's first word is collie) whether
 # that backend is available here; if not it prints "SKIPPED: <why>" and
 # stops, which the test's SKIP_REGULAR_EXPRESSION turns into a visible skip.
+# With TWICE it runs CMD again and fails unless stdout is the same bytes.
 if(REQUIRES)
   list(GET CMD 0 collie)
   execute_process(COMMAND ${collie} backends OUTPUT_VARIABLE backends ERROR_VARIABLE backends_err)
@@ -30,3 +31,9 @@ foreach(want IN LISTS CONTAINS)
     message(FATAL_ERROR "output lacks '${want}'\n--- stdout:\n${out}\n--- stderr:\n${err}")
   endif()
 endforeach()
+if(TWICE)
+  execute_process(COMMAND ${CMD} RESULT_VARIABLE rc2 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2)
+  if(NOT out STREQUAL out2)
+    message(FATAL_ERROR "a second run printed something else\n--- first:\n${out}\n--- second:\n${out2}")
+  endif()
+endif()

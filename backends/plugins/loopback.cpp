@@ -3,22 +3,47 @@
 // It is what a minimal correct transport looks like, and the conformance
 // suite passes on it.
 //
-// Built a second time with LOOPBACK_DROP_EVERY=N as "lossy_loopback", which
-// silently drops every N-th frame: a broken transport that the conformance
-// suite must fail, with a report that says where things stopped.
+// Built again with LOOPBACK_BUG=<class> (and LOOPBACK_EVERY=N) as the
+// suite's own acceptance test: a family of broken transports, one per class
+// of transport bug, each of which `collie conformance` must fail with a
+// report that names the class (docs/backends.md):
+//   lossy_loopback               drops every N-th frame
+//   duplicating_loopback         delivers every N-th frame twice
+//   double_completing_loopback   completes every N-th send twice
+//   late_reading_loopback        reports a send complete, reads its payload later
+//   short_payload_loopback       delivers every N-th payload one byte short
+//   bf16_truncating_loopback     bfloat16 SUM truncates instead of rounding to nearest even
+//   early_returning_loopback     run_until returns when idle instead of reporting a deadlock
 #include <deque>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include <bit>
+#include <cstring>
+
 #include "backends/plugin.h"
 #include "core/error.h"
 
-#ifndef LOOPBACK_DROP_EVERY
-#define LOOPBACK_DROP_EVERY 0
+#define LOOPBACK_CORRECT 0
+#define LOOPBACK_DROP 1
+#define LOOPBACK_DUPLICATE 2
+#define LOOPBACK_DOUBLE_COMPLETE 3
+#define LOOPBACK_LATE_READ 4
+#define LOOPBACK_SHORT_PAYLOAD 5
+#define LOOPBACK_BF16_TRUNCATE 6
+#define LOOPBACK_EARLY_RETURN 7
+#ifndef LOOPBACK_BUG
+#define LOOPBACK_BUG LOOPBACK_CORRECT
+#endif
+#ifndef LOOPBACK_EVERY
+#define LOOPBACK_EVERY 50
 #endif
 #ifndef LOOPBACK_NAME
 #define LOOPBACK_NAME "loopback"
+#endif
+#ifndef LOOPBACK_DESCRIPTION
+#define LOOPBACK_DESCRIPTION "example plugin: in-process FIFO loopback, no virtual time"
 #endif
 
 namespace {
@@ -40,6 +65,20 @@ class Endpoint final : public collie::Transport {
   void schedule_at(Nanos when, std::coroutine_handle<> h) override;
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
+#if LOOPBACK_BUG == LOOPBACK_BF16_TRUNCATE
+  // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
+  // nearest even); everything else as the core's host reduction.
+  void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
+    if (dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
+      return collie::Transport::reduce(dst, src, count, dtype, op);
+    auto* d = static_cast<std::uint16_t*>(dst);
+    const auto* s = static_cast<const std::uint16_t*>(src);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float sum = std::bit_cast<float>(std::uint32_t{d[i]} << 16) + std::bit_cast<float>(std::uint32_t{s[i]} << 16);
+      d[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(sum) >> 16);
+    }
+  }
+#endif
   collie::FrameSink* sink() const { return sink_; }
 
  private:
@@ -57,11 +96,13 @@ class Loopback final : public collie::InProcessBackend {
   std::uint64_t events() const override { return events_; }
 
   struct Item {
-    enum Kind { kResume, kDeliver, kSent } kind;
+    enum Kind { kResume, kDeliver, kSent, kReadLate } kind;
     int rank;
     void* ptr;
     FrameHeader header;
     std::vector<std::byte> payload;
+    const std::byte* source = nullptr;  // kReadLate: the sender's buffer, read when this comes up again
+    int turns = 0;
   };
   void push(Item it) { queue_.push_back(std::move(it)); }
   // Timers fire, in time order, only when nothing else can run: the clock
@@ -89,6 +130,7 @@ class Loopback final : public collie::InProcessBackend {
       }
       if (queue_.empty()) {
         if (deadline) return false;
+        if (LOOPBACK_BUG == LOOPBACK_EARLY_RETURN) return false;
         throw collie::Error(collie::ErrorKind::kDeadlock, {}, "loopback: no frame or coroutine is pending");
       }
       Item it = std::move(queue_.front());
@@ -99,6 +141,17 @@ class Loopback final : public collie::InProcessBackend {
         case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
         case Item::kDeliver: ep.sink()->on_frame(it.header, it.payload); break;
         case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
+        case Item::kReadLate:
+          // Behind the sender's resumption in the queue: it has run on (and
+          // may have reused its buffer) by the time the payload is read.
+          if (it.turns++ == 0) {
+            queue_.push_back(std::move(it));
+            break;
+          }
+          it.kind = Item::kDeliver;
+          it.payload.assign(it.source, it.source + it.header.bytes);
+          queue_.push_back(std::move(it));
+          break;
       }
     }
     return true;
@@ -122,19 +175,43 @@ bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos>
 }
 
 void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+  using Item = Loopback::Item;
   const std::uint64_t n = world_.next_frame();
-  const bool drop = LOOPBACK_DROP_EVERY > 0 && n % LOOPBACK_DROP_EVERY == 0;
-  if (!drop) world_.push({Loopback::Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
-  if (cookie) world_.push({Loopback::Item::kSent, rank_, cookie, {}, {}});
+  const bool nth = n % LOOPBACK_EVERY == 0;
+  switch (LOOPBACK_BUG) {
+    case LOOPBACK_DROP:
+      if (!nth) world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
+    case LOOPBACK_DUPLICATE:
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      if (nth) world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
+    case LOOPBACK_LATE_READ:
+      // Zero-copy gone wrong: completion first, the payload read afterwards.
+      // Only payloads up to 64 KiB, whose memory stays mapped when the core
+      // frees it (below malloc's mmap threshold): the bug must give wrong
+      // values for the suite to find, not crash this process.
+      if (payload.size() <= 65536) {
+        if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
+        world_.push({Item::kReadLate, h.dst, nullptr, h, {}, payload.data()});
+        return;
+      }
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
+    case LOOPBACK_SHORT_PAYLOAD:
+      world_.push({Item::kDeliver, h.dst, nullptr, h,
+                   {payload.begin(), payload.end() - (nth && !payload.empty() ? 1 : 0)}});
+      break;
+    default:
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+  }
+  if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
+  if (cookie && LOOPBACK_BUG == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
 }
 
 collie::InProcessBackend* create(const collie::BackendOptions* o) { return new Loopback(o->world_size); }
 
-const CollieBackendPlugin kPlugin{
-    COLLIE_PLUGIN_ABI_VERSION, LOOPBACK_NAME,
-    LOOPBACK_DROP_EVERY > 0 ? "example plugin that silently drops frames (must fail conformance)"
-                            : "example plugin: in-process FIFO loopback, no virtual time",
-    &create};
+const CollieBackendPlugin kPlugin{COLLIE_PLUGIN_ABI_VERSION, LOOPBACK_NAME, LOOPBACK_DESCRIPTION, &create};
 
 }  // namespace
 

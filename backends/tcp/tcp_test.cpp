@@ -312,7 +312,8 @@ TEST(Tcp, AReceiverAllocatesWhatArrivesNotWhatAHeaderClaims) {
   h.dst = 0;
   h.dtype = DType::kUInt8;
   h.count = h.bytes = 1ull << 30;
-  std::vector<std::uint8_t> wire(encode(h).begin(), encode(h).end());
+  const auto head = encode(h);  // one array: begin and end of two temporaries are not a range
+  std::vector<std::uint8_t> wire(head.begin(), head.end());
   wire.resize(wire.size() + 100000, 7);  // the first 100 kB of the claimed 1 GiB
   asio::write(*peer, asio::buffer(wire));
   ASSERT_TRUE(loop.run_until([&] { return rank0.staged_payload_bytes() >= 100000; }, loop.now() + 5'000'000'000));
