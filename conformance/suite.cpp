@@ -264,6 +264,40 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     }
   }
 
+  // Large messages (above 1 MiB, an odd count: rendezvous, segmented rings,
+  // uneven tails) through every collective, and float32 AVG through every
+  // reduction: classes that a random count rarely reaches.
+  for (CollectiveKind k : kinds) {
+    if (k == CollectiveKind::kBarrier) continue;
+    const bool reducing =
+        k == CollectiveKind::kReduce || k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+      if (op == ReduceOp::kAvg && !reducing) continue;
+      sim::Prng prng = case_prng(static_cast<int>(k), 1000000 + static_cast<int>(op));
+      const int world = 3 + static_cast<int>(prng.below(4));
+      CollectiveCase c = random_case(k, world, prng);
+      c.dtype = DType::kFloat32;
+      c.reduce_op = op;
+      c.group.clear();  // every rank moves the large message
+      c.root = static_cast<int>(prng.below(static_cast<std::uint64_t>(world)));
+      c.count = k == CollectiveKind::kAllGather || k == CollectiveKind::kGather || k == CollectiveKind::kScatter ||
+                        k == CollectiveKind::kReduceScatter || k == CollectiveKind::kAllToAll
+                    ? 65537   // per block: world x 256 KiB
+                    : 262147;  // 1 MiB
+      Pending p;
+      p.feature = "large_messages";
+      p.name = collective_name(k) + (reducing ? "_" + std::string(reduce_op_name(op)) : std::string());
+      p.kind = "property";
+      p.world = world;
+      p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+                 " --filter '^large_messages/" + p.name + "$'";
+      const std::uint64_t seed = prng.next() & 0xffffffffu;
+      p.run = [c, world, seed, strict, on_job, property] {
+        return property(run_and_check(on_job(world, seed), world, {c}, strict, ""), "world " + std::to_string(world));
+      };
+      pending.push_back(std::move(p));
+    }
+  }
   // Half precision whose sums and products need rounding: two contributors
   // (one rounding, checked exactly: round to nearest even, as torch does),
   // then four and a group of three (checked within the rounding any order

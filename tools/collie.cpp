@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backends/data_path.h"
 #include "backends/job.h"
 #include "backends/registry.h"
 #include "backends/torch/torch_backend.h"
@@ -36,9 +37,6 @@
 #include "tools/launch.h"
 #include "tools/worker_command.h"
 
-#ifndef COLLIE_SCENARIO_DIR
-#define COLLIE_SCENARIO_DIR "scenarios"
-#endif
 
 namespace {
 
@@ -280,7 +278,9 @@ int main(int argc, char** argv) {
   conf->add_option("--junit", cjunit, "write a JUnit XML report to this file");
   conf->add_option("--filter", filter, "only cases whose feature/name matches this regular expression");
   cflags.add_to(*conf);
-  conf->add_option("--scenarios", dirs, "folders of scenarios (default: " COLLIE_SCENARIO_DIR ")");
+  conf->add_option("--scenarios", dirs,
+                   "folders of scenarios (default: the scenarios collie ships, found beside it: "
+                   "$COLLIE_DATA_DIR, PREFIX/share/collie, or its source tree)");
   conf->add_option("--cases", cases,
                    "generated property cases per feature (past 20 they go deeper: worlds up to 32, MiB counts)")
       ->check(CLI::Range(0, 100000));
@@ -649,7 +649,16 @@ int main(int argc, char** argv) {
     so.strict = cstrict;
     so.timeout_ns = ctimeout_us > 0 ? static_cast<collie::Nanos>(ctimeout_us * 1000) : 20'000'000'000;
     so.replay_flags = cflags.replay();
-    so.scenario_dirs = dirs.empty() ? std::vector<std::string>{COLLIE_SCENARIO_DIR} : dirs;
+    if (dirs.empty()) {
+      const std::string shipped = collie::collie_data_path("scenarios");
+      if (shipped.empty()) {
+        std::cerr << "collie: cannot find the scenarios collie ships (looked in $COLLIE_DATA_DIR, "
+                     "PREFIX/share/collie beside this binary and its source tree); give --scenarios DIR\n";
+        return kExitInvalid;
+      }
+      dirs.push_back(shipped);
+    }
+    so.scenario_dirs = dirs;
     so.filter = filter;
     so.cases_per_feature = cases;
     so.budget_seconds = budget_s;
