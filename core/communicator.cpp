@@ -123,6 +123,10 @@ std::shared_ptr<OpInfo> Communicator::new_op(const std::string& op, const GroupS
   info->seq = seq;
   info->started_at = t_.now();
   info->id = ++ops_issued_;
+  if (info->started_at < last_now_)
+    engine_.report_contract_violation("the clock went back from t=" + std::to_string(last_now_) + " ns to t=" +
+                                      std::to_string(info->started_at) + " ns (core/executor.h: now() never goes back)");
+  last_now_ = std::max(last_now_, info->started_at);
   return info;
 }
 
@@ -176,6 +180,12 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
 Spawned watchdog(Communicator& c, Nanos when) {
   co_await WakeAt{&c.t_, when};
   if (c.armed_ == when) c.armed_.reset();
+  if (const Nanos now = c.t_.now(); now < when) {
+    c.engine_.report_contract_violation("a timer for t=" + std::to_string(when) + " ns fired at t=" +
+                                        std::to_string(now) + " ns (core/executor.h: schedule_at resumes once "
+                                        "now() reads at least its time, never earlier)");
+    co_return;
+  }
   c.expire_deadlines();
 }
 

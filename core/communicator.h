@@ -201,6 +201,7 @@ class Communicator final : public Dist {
   std::size_t deadlines_ = 0;  // entries in all lanes
   std::size_t deadlines_after_sweep_ = 0;
   std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
+  Nanos last_now_ = 0;          // the clock at the latest op start: it never goes back
   void arm(Nanos when);
   void expire_deadlines();
   friend Spawned watchdog(Communicator& c, Nanos when);

@@ -84,14 +84,14 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
     h.kind = FrameKind::kEager;
     h.bytes = bytes;
     ps.header = h;
-    t_.post_send(h, {spec.buf.byte_data(), bytes}, cookie);
+    post(h, {spec.buf.byte_data(), bytes}, cookie);
   } else {
     h.kind = FrameKind::kRts;
     h.bytes = 0;
     h.rendezvous_id = id;
     ps.header = h;
     ps.awaiting_cts = true;
-    t_.post_send(h, {}, nullptr);
+    post(h, {}, nullptr);
   }
   return w;
 }
@@ -223,7 +223,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
       FrameHeader d = ps.header;
       d.kind = FrameKind::kData;
       d.bytes = ps.buf.bytes();
-      t_.post_send(d, {ps.buf.byte_data(), d.bytes}, reinterpret_cast<void*>(static_cast<std::uintptr_t>(it->first)));
+      post(d, {ps.buf.byte_data(), d.bytes}, reinterpret_cast<void*>(static_cast<std::uintptr_t>(it->first)));
       return;
     }
     case FrameKind::kNack: {
@@ -257,8 +257,17 @@ FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
   return {{s.buf.byte_data(), h.bytes}, s.reduce, s.buf.dtype, s.op};
 }
 
+void MessageEngine::post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+  in_post_send_ = true;
+  t_.post_send(h, payload, cookie);
+  in_post_send_ = false;
+}
+
 void MessageEngine::on_send_complete(void* cookie) {
   if (broken_) return;
+  if (in_post_send_)
+    return contract_violation(nullptr, "on_send_complete inside post_send() (core/transport.h: post_send returns "
+                                       "at once, and completion comes later, from inside run_until)");
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
   if (it == sends_.end() || it->second.awaiting_cts)
@@ -416,11 +425,11 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
     ps.work = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
     ps.work->executor = &t_;
     ps.keepalive = text;
-    t_.post_send(c, {reinterpret_cast<const std::byte*>(text->data()), text->size()},
+    post(c, {reinterpret_cast<const std::byte*>(text->data()), text->size()},
                  reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)));
     return;
   }
-  t_.post_send(c, {}, nullptr);
+  post(c, {}, nullptr);
 }
 
 void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_digest, const Fingerprint& fp,

@@ -141,6 +141,11 @@ class MessageEngine final : public FrameSink {
     FrameHeader header;
   };
   std::vector<Unmatched> unmatched() const;
+  // The transport (or the executor it is) broke its contract in a way the
+  // communicator saw (a timer fired early, a clock went back): fails every
+  // op of this rank with a typed transport error saying `what`, as a bad
+  // frame does.
+  void report_contract_violation(const std::string& what) { contract_violation(nullptr, what); }
   // Frames the transport delivered to this rank so far.
   std::uint64_t frames_received() const { return frames_received_; }
 
@@ -200,6 +205,9 @@ class MessageEngine final : public FrameSink {
   bool refuse_if_broken(const std::shared_ptr<WorkState>& w);
   void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
   void send_control(FrameKind kind, const FrameHeader& about, std::string reason = {});
+  // Every frame leaves through here: post_send() must return before the
+  // send it posts completes.
+  void post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
   void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
 
@@ -211,6 +219,7 @@ class MessageEngine final : public FrameSink {
   std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
   std::uint64_t frames_received_ = 0;
+  bool in_post_send_ = false;  // inside Transport::post_send(): completing a send now breaks the contract
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;

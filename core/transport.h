@@ -91,7 +91,8 @@ class Transport : public Executor {
   // Sends `header` (+ `payload`, header.bytes long) to header.dst, which is
   // never this rank. Returns at once. Requires: `payload` stays valid and
   // unmodified until on_send_complete(cookie) -- which is called exactly once,
-  // unless cookie is null, in which case it is never called.
+  // later, from inside run_until() and never inside this call, unless cookie
+  // is null, in which case it is never called.
   virtual void post_send(const FrameHeader& header, std::span<const std::byte> payload,
                          void* cookie) = 0;
 

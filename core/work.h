@@ -69,9 +69,7 @@ class [[nodiscard]] Work {
     s_->waiter = h;
     if (s_->executor) s_->executor->awaited(*s_);
   }
-  void await_resume() const {
-    if (s_ && s_->error) std::rethrow_exception(s_->error);
-  }
+  void await_resume() const;
 
   const std::shared_ptr<WorkState>& state() const { return s_; }
 

@@ -14,6 +14,9 @@
 //   short_payload_loopback       delivers every N-th payload one byte short
 //   bf16_truncating_loopback     bfloat16 SUM truncates instead of rounding to nearest even
 //   early_returning_loopback     run_until returns when idle instead of reporting a deadlock
+//   eager_resuming_loopback      schedule() resumes the coroutine inside the call
+//   eager_completing_loopback    completes a send inside post_send()
+//   backwards_clock_loopback     now() goes back now and then
 #include <deque>
 #include <map>
 #include <memory>
@@ -33,6 +36,9 @@
 #define LOOPBACK_SHORT_PAYLOAD 5
 #define LOOPBACK_BF16_TRUNCATE 6
 #define LOOPBACK_EARLY_RETURN 7
+#define LOOPBACK_RESUME_INSIDE_SCHEDULE 8
+#define LOOPBACK_COMPLETE_INSIDE_POST 9
+#define LOOPBACK_CLOCK_BACKWARDS 10
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -167,9 +173,15 @@ class Loopback final : public collie::InProcessBackend {
 };
 
 int Endpoint::world_size() const { return world_.size(); }
-Nanos Endpoint::now() const { return world_.clock(); }
+Nanos Endpoint::now() const {
+  const Nanos t = world_.clock();
+  return LOOPBACK_BUG == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
+}
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) { world_.timer(when, rank_, h.address()); }
-void Endpoint::schedule(std::coroutine_handle<> h) { world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}}); }
+void Endpoint::schedule(std::coroutine_handle<> h) {
+  if (LOOPBACK_BUG == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % LOOPBACK_EVERY == 0) return h.resume();
+  world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}});
+}
 bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
   return world_.run_until(done, deadline);
 }
@@ -205,6 +217,7 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
     default:
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
   }
+  if (cookie && LOOPBACK_BUG == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
   if (cookie && LOOPBACK_BUG == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
 }
