@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <thread>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -344,14 +346,41 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   const auto suite_start = std::chrono::steady_clock::now();
   auto execute = [&](Pending& p, CaseResult& c) {
     const auto t0 = std::chrono::steady_clock::now();
+    auto attempt = [&p]() -> Ran {
+      Ran ran;
+      try {
+        ran = p.run();
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kUsage) throw;  // the backend cannot run at all
+        ran.failure = std::string("the case threw: ") + e.what();
+      } catch (const std::exception& e) {
+        ran.failure = std::string("the case threw: ") + e.what();
+      }
+      return ran;
+    };
     Ran ran;
-    try {
-      ran = p.run();
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kUsage) throw;  // the backend cannot run at all
-      ran.failure = std::string("the case threw: ") + e.what();
-    } catch (const std::exception& e) {
-      ran.failure = std::string("the case threw: ") + e.what();
+    if (processes || o.case_timeout_seconds <= 0) {
+      ran = attempt();
+    } else {
+      // The watchdog: the case runs on a thread of its own (the core stays
+      // single-threaded: this thread only waits), and one that outlives the
+      // limit is abandoned with the suite.
+      std::packaged_task<Ran()> task(attempt);
+      std::future<Ran> done = task.get_future();
+      std::thread runner(std::move(task));
+      if (done.wait_for(std::chrono::duration<double>(o.case_timeout_seconds)) == std::future_status::ready) {
+        runner.join();
+        ran = done.get();
+      } else {
+        runner.detach();
+        res.abandoned = true;
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g", o.case_timeout_seconds);
+        ran.failure = std::string("the case ran past the watchdog (") + limit +
+                      " s of wall time): the transport's run_until never returned (core/executor.h: it returns "
+                      "when done or at its deadline, and throws Error(kDeadlock) when nothing can progress); the "
+                      "suite stopped here";
+      }
     }
     if (res.implementation.empty()) res.implementation = ran.implementation;
     c.feature = p.feature;
@@ -379,6 +408,11 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
     ++index;
     execute(p, res.cases[at]);
+    if (res.abandoned) {
+      std::erase_if(res.cases, [](const CaseResult& c) { return c.feature.empty(); });  // never ran
+      res.frames = frames;
+      return res;
+    }
   }
   // --budget: deeper generated cases, round after round, until the time
   // given is spent (a round is one case per collective and p2p).
@@ -394,8 +428,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       ++index;
       res.cases.emplace_back();
       execute(p, res.cases.back());
+      if (res.abandoned) break;
     }
-    if (i > 100000) break;  // nothing selected: the filter matches no generated case
+    if (res.abandoned || i > 100000) break;  // (i: the filter matches no generated case)
   }
   res.frames = frames;
   return res;

@@ -36,6 +36,10 @@ struct SuiteOptions {
   // After the cases above, keep generating deeper rounds until this many
   // seconds have passed since the suite started (0: none).
   double budget_seconds = 0;
+  // Wall-clock limit of one case on an in-process backend: a transport
+  // whose run_until never returns fails the case (and stops the suite)
+  // instead of hanging it. Process backends have their own (timeout_ns).
+  double case_timeout_seconds = 120;
   std::uint64_t seed = 1;                     // of the generated cases
   // Called before each case: (index, total, "feature/name").
   std::function<void(int, int, const std::string&)> progress;
@@ -60,6 +64,10 @@ struct SuiteResult {
   std::vector<CaseResult> cases;
   std::vector<std::string> load_errors;  // scenarios that did not load
   std::uint64_t frames = 0;    // frames delivered to collie's core over every run (0: not counted)
+  // A case outlived the watchdog (its transport never returned control):
+  // the suite stopped there, and its thread still runs. The caller reports
+  // and ends the process without unwinding (std::quick_exit).
+  bool abandoned = false;
   bool passed() const;  // nothing failed and something passed
   int failed() const;
   int skipped() const;

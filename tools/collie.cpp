@@ -284,7 +284,11 @@ int main(int argc, char** argv) {
   conf->add_option("--cases", cases,
                    "generated property cases per feature (past 20 they go deeper: worlds up to 32, MiB counts)")
       ->check(CLI::Range(0, 100000));
-  double budget_s = 0;
+  double budget_s = 0, case_timeout_s = 120;
+  conf->add_option("--case-timeout", case_timeout_s,
+                   "wall-clock seconds one case may take on an in-process backend before the suite gives up on it "
+                   "(a transport that never returns control)")
+      ->check(CLI::Range(0.001, 1e7));
   conf->add_option("--budget", budget_s,
                    "then keep generating deeper cases until this many seconds have passed")
       ->check(CLI::Range(0.0, 1e7));
@@ -662,6 +666,7 @@ int main(int argc, char** argv) {
     so.filter = filter;
     so.cases_per_feature = cases;
     so.budget_seconds = budget_s;
+    so.case_timeout_seconds = case_timeout_s;
     so.seed = cseed;
     Progress progress;
     progress.on = !cquiet && isatty(STDERR_FILENO);
@@ -679,6 +684,12 @@ int main(int argc, char** argv) {
     if (!cjunit.empty() &&
         !write_file(cjunit, collie::conformance::junit_xml("collie conformance " + cbackend, r.cases)))
       return kExitInvalid;
+    if (r.abandoned) {
+      // A case's thread is still inside the transport: end without
+      // unwinding what it uses.
+      std::cout.flush();
+      std::quick_exit(kExitFailed);
+    }
     return r.passed() ? kExitOk : kExitFailed;
   }
   return kExitInvalid;

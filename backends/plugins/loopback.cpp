@@ -17,13 +17,16 @@
 //   eager_resuming_loopback      schedule() resumes the coroutine inside the call
 //   eager_completing_loopback    completes a send inside post_send()
 //   backwards_clock_loopback     now() goes back now and then
+//   hanging_loopback             drops every N-th frame, then waits forever instead of reporting the deadlock
 #include <deque>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include <bit>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backends/plugin.h"
 #include "core/error.h"
@@ -39,6 +42,7 @@
 #define LOOPBACK_RESUME_INSIDE_SCHEDULE 8
 #define LOOPBACK_COMPLETE_INSIDE_POST 9
 #define LOOPBACK_CLOCK_BACKWARDS 10
+#define LOOPBACK_HANG 11
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -137,6 +141,8 @@ class Loopback final : public collie::InProcessBackend {
       if (queue_.empty()) {
         if (deadline) return false;
         if (LOOPBACK_BUG == LOOPBACK_EARLY_RETURN) return false;
+        if (LOOPBACK_BUG == LOOPBACK_HANG)
+          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the bug: a hang, not a report
         throw collie::Error(collie::ErrorKind::kDeadlock, {}, "loopback: no frame or coroutine is pending");
       }
       Item it = std::move(queue_.front());
@@ -192,6 +198,7 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
   const bool nth = n % LOOPBACK_EVERY == 0;
   switch (LOOPBACK_BUG) {
     case LOOPBACK_DROP:
+    case LOOPBACK_HANG:
       if (!nth) world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
       break;
     case LOOPBACK_DUPLICATE:
