@@ -306,10 +306,13 @@ class Worker:
 
 PERIOD = 10
 LIST_OPS = ("all_gather", "scatter", "gather")
+# Ops whose buffer is cut into one chunk per rank (nccl-tests' size is the whole buffer).
+CHUNKED_OPS = LIST_OPS + ("reduce_scatter", "all_to_all")
+BENCH_OPS = ("all_reduce", "broadcast", "reduce", "barrier", "sendrecv") + CHUNKED_OPS
 
 
-def bench_input(o, r, n):
-    idx = torch.arange(n, dtype=torch.int64) % PERIOD
+def bench_input(o, r, n, phase=0):
+    idx = (torch.arange(n, dtype=torch.int64) + phase) % PERIOD
     if o["reduce_op"] == "PRODUCT":
         v = 1 + (r + idx) % 2
     else:
@@ -317,10 +320,10 @@ def bench_input(o, r, n):
     return v.to(DTYPES[o["dtype"]])
 
 
-def bench_expected_reduction(o, world, n):
-    acc = bench_input(o, 0, n)
+def bench_expected_reduction(o, world, n, phase=0):
+    acc = bench_input(o, 0, n, phase)
     for r in range(1, world):
-        x = bench_input(o, r, n)
+        x = bench_input(o, r, n, phase)
         name = o["reduce_op"]
         if name in ("SUM", "AVG"):
             acc = acc + x
@@ -351,7 +354,9 @@ def bench(rank, world, o):
     es = ELEMENT_SIZE[o["dtype"]]
     op = o["op"]
     root = o.get("root", 0)
-    rop = reduce_op(o.get("reduce_op", "SUM")) if op in ("all_reduce", "reduce") else None
+    if op not in BENCH_OPS:
+        raise ValueError("bench: unknown op %r" % op)
+    rop = reduce_op(o.get("reduce_op", "SUM")) if op in ("all_reduce", "reduce", "reduce_scatter") else None
     if op == "barrier":
         sizes = [0]
     elif o.get("sizes"):
@@ -364,13 +369,14 @@ def bench(rank, world, o):
     rows = []
     for want_bytes in sizes:
         count = want_bytes // es
-        unit = world if op in LIST_OPS else 1
+        unit = world if op in CHUNKED_OPS else 1
         count -= count % unit
         if op != "barrier" and count == 0:
             continue
-        chunk = count // unit if op in LIST_OPS else count
-        main = torch.zeros(chunk, dtype=dtype)
-        recv = torch.zeros(chunk, dtype=dtype)
+        chunk = count // unit if op in CHUNKED_OPS else count
+        whole_input = op in ("reduce_scatter", "all_to_all")
+        main = torch.zeros(count if whole_input else chunk, dtype=dtype)
+        recv = torch.zeros(count if op == "all_to_all" else chunk, dtype=dtype)
         lst = [torch.zeros(chunk, dtype=dtype) for _ in range(world)] \
             if op == "all_gather" or (op in ("scatter", "gather") and rank == root) else None
 
@@ -387,6 +393,10 @@ def bench(rank, world, o):
                 dist.scatter(main, scatter_list=lst, src=root)
             elif op == "gather":
                 dist.gather(main, gather_list=lst, dst=root)
+            elif op == "reduce_scatter":
+                dist.reduce_scatter_tensor(recv, main, op=rop)
+            elif op == "all_to_all":
+                dist.all_to_all_single(recv, main)
             elif op == "barrier":
                 dist.barrier()
             elif op == "sendrecv":
@@ -412,7 +422,7 @@ def bench(rank, world, o):
                 for r in range(world):
                     lst[r].copy_(bench_input(o, r, chunk))
             else:
-                main.copy_(bench_input(o, rank, chunk))
+                main.copy_(bench_input(o, rank, main.numel()))
             once()
             bad = 0
             if op == "all_reduce" or (op == "reduce" and rank == root):
@@ -423,6 +433,11 @@ def bench(rank, world, o):
                 bad = count_wrong(main, bench_input(o, rank, chunk))
             elif op == "sendrecv":
                 bad = count_wrong(recv, bench_input(o, (rank - 1) % world, chunk))
+            elif op == "reduce_scatter":  # this rank's chunk of the reduced whole
+                bad = count_wrong(recv, bench_expected_reduction(o, world, chunk, rank * chunk))
+            elif op == "all_to_all":  # block r: rank r's chunk `rank`
+                bad = sum(count_wrong(recv[r * chunk:(r + 1) * chunk], bench_input(o, r, chunk, rank * chunk))
+                          for r in range(world))
             elif op == "all_gather" or (op == "gather" and rank == root):
                 bad = sum(count_wrong(lst[r], bench_input(o, r, chunk)) for r in range(world))
             total = torch.tensor([bad], dtype=torch.int64)
@@ -433,7 +448,7 @@ def bench(rank, world, o):
             nbytes = count * es
             algbw = nbytes / (time_us * 1e-6) / 1e9 if time_us > 0 else 0.0
             n = float(world)
-            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n if op in LIST_OPS else \
+            factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n if op in CHUNKED_OPS else \
                 0.0 if op == "barrier" else 1.0
             rows.append({"bytes": nbytes, "count": count, "iters": iters, "time_us": time_us,
                          "algbw_GBps": algbw, "busbw_GBps": algbw * factor, "wrong": wrong})
