@@ -245,6 +245,20 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       os << ") was never received\n";
     }
   }
+  bool any_held = false;
+  for (int r = 0; r < n; ++r) {
+    for (const auto& h : in.ranks[static_cast<std::size_t>(r)].held) {
+      if (!any_held)
+        os << "frames the transport delivered but the core could not use (a frame before them never arrived: "
+              "lost or misnumbered by the transport):\n";
+      any_held = true;
+      os << "  at rank " << r << ": " << h.held.size() << " frame" << (h.held.size() == 1 ? "" : "s") << " from rank "
+         << h.src << " held waiting for channel_seq " << h.missing_seq << " (held:";
+      for (std::size_t k = 0; k < h.held.size() && k < 8; ++k) os << " " << h.held[k].channel_seq;
+      if (h.held.size() > 8) os << " ...";
+      os << ")\n";
+    }
+  }
   std::vector<std::string> injected;
   for (const auto& f : in.faults) injected.push_back(f.text);
   if (!injected.empty()) {

@@ -36,6 +36,7 @@ struct RankSnapshot {
   std::vector<MessageEngine::Wait> waits;
   std::vector<MessageEngine::RunningCollective> collectives;
   std::vector<MessageEngine::Unmatched> unmatched;  // arrived here, never received
+  std::vector<MessageEngine::HeldForOrder> held;    // arrived, held for a frame that never came
 };
 
 struct DiagnosisInput {

@@ -153,6 +153,7 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
         s.collectives = eng.running_collectives();
       }
       s.unmatched = eng.unmatched();
+      s.held = eng.held_for_order();
       in.ranks.push_back(std::move(s));
     }
     Diagnosis d = diagnose(in);

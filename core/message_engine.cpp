@@ -617,6 +617,21 @@ std::vector<MessageEngine::Wait> MessageEngine::waits() const {
   return out;
 }
 
+std::vector<MessageEngine::HeldForOrder> MessageEngine::held_for_order() const {
+  std::vector<HeldForOrder> out;
+  for (const auto& [src, q] : early_) {
+    if (q.empty()) continue;
+    HeldForOrder h;
+    h.src = src;
+    const auto next = in_next_.find(src);
+    h.missing_seq = next == in_next_.end() ? 0 : next->second;
+    for (const auto& [seq, f] : q) h.held.push_back(f.header);
+    out.push_back(std::move(h));
+  }
+  std::sort(out.begin(), out.end(), [](const HeldForOrder& a, const HeldForOrder& b) { return a.src < b.src; });
+  return out;
+}
+
 std::vector<MessageEngine::Unmatched> MessageEngine::unmatched() const {
   std::vector<Unmatched> out;
   for (const StoredFrame& f : unexpected_) out.push_back(Unmatched{f.header});

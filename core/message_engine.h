@@ -141,6 +141,14 @@ class MessageEngine final : public FrameSink {
     FrameHeader header;
   };
   std::vector<Unmatched> unmatched() const;
+  // Frames held back for order: they arrived, but a frame before them on
+  // their channel never did (lost or misnumbered by the transport).
+  struct HeldForOrder {
+    int src = -1;
+    std::uint64_t missing_seq = 0;       // the channel_seq the channel waits for
+    std::vector<FrameHeader> held;       // in channel_seq order
+  };
+  std::vector<HeldForOrder> held_for_order() const;
   // The transport (or the executor it is) broke its contract in a way the
   // communicator saw (a timer fired early, a clock went back): fails every
   // op of this rank with a typed transport error saying `what`, as a bad
