@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU half of collie's checks, for a machine with a GPU and nothing else
+# installed (issue #16).
+#
+#   scripts/gpu_check.sh bundle DIR   (on the development machine, after a
+#                                      build with nvcc) makes DIR: the GPU test
+#                                      binaries, the shared libraries they need
+#                                      that a bare machine may lack, and run.sh
+#   DIR/run.sh                        (on the GPU machine) runs every part,
+#                                      writes DIR/summary.txt with a verdict
+#                                      per part, exits non-zero on any failure
+#
+# What it covers today: the reduction kernels against the host reference on
+# the device (every dtype x op, aligned and not), under compute-sanitizer
+# memcheck and racecheck when the toolkit's sanitizer is there. The CUDA
+# backend, its conformance run, NCCL and the bench join it as they land.
+set -euo pipefail
+cmd=${1:-}
+if [[ "$cmd" == "bundle" ]]; then
+  out=${2:?usage: gpu_check.sh bundle DIR}
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  build=${BUILD_DIR:-$root/build}
+  mkdir -p "$out/bin" "$out/lib"
+  for t in backends/cuda_kernels_test backends/cuda_elementwise_test; do
+    [[ -x "$build/$t" ]] || { echo "gpu_check: $build/$t is missing (build with nvcc on PATH first)" >&2; exit 2; }
+    cp "$build/$t" "$out/bin/"
+    # Libraries outside glibc and the CUDA driver: a bare machine may lack them.
+    ldd "$build/$t" | awk '/=> \// {print $3}' | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda)\.so' |
+      while read -r lib; do cp -L "$lib" "$out/lib/"; done
+  done
+  cp "$0" "$out/gpu_check.sh"
+  cat > "$out/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the bundle's GPU checks; see gpu_check.sh.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+summary=$here/summary.txt
+: > "$summary"
+failed=0
+part() {  # part NAME COMMAND...
+  local name=$1; shift
+  if "$@" > "$here/$name.log" 2>&1; then
+    if grep -q "SKIPPED" "$here/$name.log"; then echo "SKIP $name: $(grep -m1 -A1 'Skipped' "$here/$name.log" | tail -1)" >> "$summary"; failed=1
+    else echo "PASS $name" >> "$summary"; fi
+  else
+    echo "FAIL $name (see $name.log)" >> "$summary"; failed=1
+  fi
+}
+nvidia-smi -L > "$here/gpus.txt" 2>&1 || echo "no nvidia-smi" > "$here/gpus.txt"
+part elementwise "$here/bin/cuda_elementwise_test"
+part kernels "$here/bin/cuda_kernels_test"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [[ -n "$sanitizer" ]]; then
+  part kernels_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$here/bin/cuda_kernels_test"
+  part kernels_racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$here/bin/cuda_kernels_test"
+else
+  echo "FAIL sanitizer: compute-sanitizer not found" >> "$summary"; failed=1
+fi
+cat "$here/gpus.txt" "$summary"
+exit $failed
+RUN
+  chmod +x "$out/run.sh"
+  echo "gpu_check: bundle in $out; on the GPU machine run $out/run.sh"
+  exit 0
+fi
+echo "usage: scripts/gpu_check.sh bundle DIR, then DIR/run.sh on a GPU machine" >&2
+exit 2
