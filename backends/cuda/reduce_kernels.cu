@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/elementwise.h"
 
@@ -9,9 +10,12 @@ namespace collie::cuda {
 
 namespace {
 
-// One element's combination, by dtype (T is the storage type).
+// One element's combination, by dtype (T is the storage type): integers
+// here, the rest below.
 template <typename T>
-struct Combine;
+struct Combine {
+  __device__ static T apply(T a, T b, Op op) { return int_combine<T, std::make_unsigned_t<T>>(a, b, op); }
+};
 template <>
 struct Combine<float> {
   __device__ static float apply(float a, float b, Op op) { return float_combine(a, b, op); }
@@ -40,30 +44,6 @@ struct Combine<BF16Bits> {
 template <>
 struct Combine<BoolBits> {
   __device__ static BoolBits apply(BoolBits a, BoolBits b, Op op) { return {bool_combine(a.v, b.v, op)}; }
-};
-template <>
-struct Combine<std::int8_t> {
-  __device__ static std::int8_t apply(std::int8_t a, std::int8_t b, Op op) {
-    return int_combine<std::int8_t, std::uint8_t>(a, b, op);
-  }
-};
-template <>
-struct Combine<std::uint8_t> {
-  __device__ static std::uint8_t apply(std::uint8_t a, std::uint8_t b, Op op) {
-    return int_combine<std::uint8_t, std::uint8_t>(a, b, op);
-  }
-};
-template <>
-struct Combine<std::int32_t> {
-  __device__ static std::int32_t apply(std::int32_t a, std::int32_t b, Op op) {
-    return int_combine<std::int32_t, std::uint32_t>(a, b, op);
-  }
-};
-template <>
-struct Combine<std::int64_t> {
-  __device__ static std::int64_t apply(std::int64_t a, std::int64_t b, Op op) {
-    return int_combine<std::int64_t, std::uint64_t>(a, b, op);
-  }
 };
 
 constexpr int kThreads = 256;
