@@ -158,7 +158,8 @@ Membership by_file(const std::string& path, int rank, int world, const std::stri
 }
 
 Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_t master_port, int world,
-                     const std::string& token, std::uint16_t port, Nanos timeout) {
+                     const std::string& token, std::uint16_t port, Nanos timeout,
+                     const std::function<void()>& on_listening) {
   asio::ip::tcp::acceptor acc(io);
   asio::ip::tcp::endpoint ep(asio::ip::make_address(addr), master_port);
   asio::error_code ec;
@@ -168,6 +169,7 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
   if (ec) fail("rank 0 cannot listen on " + addr + ":" + std::to_string(master_port) + ": " + ec.message() +
                " (another job on the same port?)");
   acc.listen();
+  if (on_listening) on_listening();
   Membership m;
   m.rank = 0;
   m.world = world;
@@ -368,7 +370,8 @@ Membership rendezvous(asio::io_context& io, const RendezvousOptions& o, std::uin
     one.peers.push_back(PeerAddress{addr, data_port});
     return one;
   }
-  return rank == 0 ? as_master(io, addr, static_cast<std::uint16_t>(port), world, token, data_port, o.timeout_ns)
+  return rank == 0 ? as_master(io, addr, static_cast<std::uint16_t>(port), world, token, data_port, o.timeout_ns,
+                             o.on_listening)
                    : as_worker(io, addr, static_cast<std::uint16_t>(port), rank, world, token, data_port, o.timeout_ns);
 }
 

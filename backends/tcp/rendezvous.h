@@ -20,6 +20,7 @@
 
 #include <asio.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct RendezvousOptions {
   int world = -1;                  // -1: from the environment
   std::string token;               // empty: COLLIE_JOB_TOKEN from the environment, if set
   Nanos timeout_ns = 30'000'000'000;  // how long to wait for every rank
+  // Rank 0: called once, on the rendezvous's thread, as soon as its
+  // listener accepts connections (a readiness signal to wait on instead of
+  // polling). Others never call it.
+  std::function<void()> on_listening;
 };
 
 struct Membership {
