@@ -1,5 +1,5 @@
 // Running scenarios: what the tutorial scenarios print (the seeds' lines),
-// the oracle check catching a wrong answer, outcomes, determinism, plugins.
+// the oracle check catching a wrong answer, outcomes, determinism.
 #include "scenario/runner.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "conformance/suite.h"
 #include "scenario/loader.h"
 #include "sim/simulator.h"
 
@@ -230,50 +229,6 @@ TEST(WorldOverride, AProgramForARankOutsideTheOverriddenWorldIsRejectedAsIfTheFi
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("program for rank 1 is out of range for world 1"), std::string::npos) << e.what();
   }
-}
-
-TEST(Plugins, TheCorrectPluginPassesAndTheLossyOneFailsConformance) {
-  BackendRegistry reg;
-  EXPECT_EQ(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/loopback.so"), "loopback");
-  EXPECT_EQ(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/lossy_loopback.so"), "lossy_loopback");
-  EXPECT_THROW(reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/loopback.so"), Error);  // the name is taken
-  EXPECT_THROW(reg.load_plugin("/nonexistent/plugin.so"), Error);
-  conformance::SuiteOptions o;
-  o.registry = &reg;
-  o.scenario_dirs = {scenario_path("")};
-  o.cases_per_feature = 10;
-  o.backend = "loopback";
-  const auto good = conformance::run_conformance(o);
-  EXPECT_TRUE(good.passed()) << conformance::format_matrix(good);
-  o.backend = "lossy_loopback";
-  const auto bad = conformance::run_conformance(o);
-  EXPECT_FALSE(bad.passed());
-  const std::string m = conformance::format_matrix(bad);
-  EXPECT_NE(m.find("FAIL"), std::string::npos);
-  EXPECT_NE(m.find("deadlock"), std::string::npos) << m;
-  EXPECT_NE(m.find("replay: collie"), std::string::npos) << m;
-}
-
-TEST(Conformance, JUnitReportCountsEveryCaseAndEscapes) {
-  std::vector<conformance::CaseResult> cs(2);
-  cs[0] = {"p2p", "a<b", "scenario", true, "", "r", 0.5, false, "", {}};
-  cs[1] = {"p2p", "c", "property", false, "x & \"y\"\nmore", "collie run c", 0.25, false, "", {}};
-  const std::string x = conformance::junit_xml("s", cs);
-  EXPECT_NE(x.find("<testsuites name=\"s\" tests=\"2\" failures=\"1\""), std::string::npos) << x;
-  EXPECT_NE(x.find("name=\"a&lt;b\""), std::string::npos);
-  EXPECT_NE(x.find("<failure message=\"x &amp; &quot;y&quot;\">"), std::string::npos) << x;
-}
-
-// The replay line appeared twice when the message already ended with it (a
-// deadlock report), and times were written as 1.2e-05.
-TEST(Conformance, JUnitHasTheReplayLineOnceAndPlainDecimalTimes) {
-  std::vector<conformance::CaseResult> cs(1);
-  cs[0] = {"p2p", "c", "scenario", false, "deadlock: ...\nreplay: collie run c.yaml", "collie run c.yaml", 1.2e-05,
-           false, "", {}};
-  const std::string x = conformance::junit_xml("s", cs);
-  EXPECT_EQ(x.find("replay: collie run c.yaml"), x.rfind("replay: collie run c.yaml")) << x;
-  EXPECT_NE(x.find("time=\"0.000012\""), std::string::npos) << x;
-  EXPECT_EQ(x.find("e-05"), std::string::npos) << x;
 }
 
 // `key: value` in a scenario's network section is refused, with the line it
