@@ -261,18 +261,18 @@ struct Interpreter::State {
   // records its outputs (into `out`'s copies, or through `record_out`).
   std::function<void()> record_collective(const Step& step, int root, std::vector<const Tensor*> in,
                                           std::vector<const Tensor*> out) {
-    std::vector<Tensor> copies;  // none without recording: timing-only tensors have no memory
-    if (recording())
-      for (const Tensor* t : in) copies.push_back(clone(*t));
-    return record_collective_as(step, root, std::move(copies), [out] {
-      std::vector<Tensor> o;
-      for (const Tensor* t : out) o.push_back(clone(*t));
-      return o;
-    });
+    auto copies = [](const std::vector<const Tensor*>& ts) {
+      std::vector<Tensor> c;
+      for (const Tensor* t : ts) c.push_back(clone(*t));
+      return c;
+    };
+    return record_collective_as(step, root, [&] { return copies(in); }, [out, copies] { return copies(out); });
   }
-  // The same with the inputs as recorded and a function that makes the
-  // outputs' records once the call completes.
-  std::function<void()> record_collective_as(const Step& step, int root, std::vector<Tensor> in,
+  // The same with functions that make the inputs' records (now) and the
+  // outputs' (once the call completes); neither is called without
+  // recording (timing-only tensors have no memory).
+  std::function<void()> record_collective_as(const Step& step, int root,
+                                             const std::function<std::vector<Tensor>()>& inputs,
                                              std::function<std::vector<Tensor>()> outputs) {
     const std::string g = gname(step);
     const std::uint64_t seq = ++coll_seq[g];
@@ -290,7 +290,7 @@ struct Interpreter::State {
       }
     }
     r.issued.insert(rank);
-    r.inputs[rank] = std::move(in);
+    r.inputs[rank] = inputs();
     check::OpRecords* rec = &log.records;
     const int me = rank;
     return [rec, g, seq, me, outputs = std::move(outputs)] { rec->collectives[{g, seq}].outputs[me] = outputs(); };
@@ -409,24 +409,9 @@ struct Interpreter::State {
         std::function<void()> done;
         if (member) {
           // The oracle sees the output as the list of blocks all_gather fills.
-          auto record_list = record_collective(step, -1, {&t}, {});
-          if (record_list) {
-            check::OpRecords* rec = &log.records;
-            const std::string gn = gname(step);
-            const std::uint64_t seq = coll_seq[gn];
-            const int me = rank;
-            const Tensor* in = &t;
-            const Tensor* whole = &out;
-            done = [rec, gn, seq, me, in, whole] {
-              auto& outs = rec->collectives[{gn, seq}].outputs[me];
-              const std::size_t block = in->bytes();
-              for (std::size_t b = 0; block && b < whole->bytes() / block; ++b) {
-                Tensor x(in->dtype(), in->shape());
-                std::memcpy(x.data(), static_cast<const std::byte*>(whole->data()) + b * block, block);
-                outs.push_back(std::move(x));
-              }
-            };
-          }
+          done = record_collective_as(
+              step, -1, [&] { return std::vector<Tensor>{clone(t)}; },
+              [&t, &out] { return cut(out, std::vector<std::size_t>(t.count() ? out.count() / t.count() : 0, t.count())); });
         }
         co_await launch(step, d.all_gather_into_tensor(out, t, g, o), std::move(done));
         co_return;
@@ -444,13 +429,12 @@ struct Interpreter::State {
         Tensor& t = tensors[step.tensor];
         Tensor& out = tensors[step.output];
         std::function<void()> done;
-        if (member && recording()) {
+        if (member) {
           // The oracle sees the input as the list reduce_scatter takes.
           const std::size_t n = group_size(step);
           const std::vector<std::size_t> blocks(n, n ? t.count() / n : 0);
-          done = record_collective_as(step, -1, cut(t, blocks), [&out] { return std::vector<Tensor>{clone(out)}; });
-        } else if (member) {
-          record_collective(step, -1, std::vector<const Tensor*>{}, {});
+          done = record_collective_as(
+              step, -1, [&] { return cut(t, blocks); }, [&out] { return std::vector<Tensor>{clone(out)}; });
         }
         co_await launch(step, d.reduce_scatter_tensor(out, t, step.op, g, o), std::move(done));
         co_return;
@@ -479,11 +463,8 @@ struct Interpreter::State {
         };
         const std::vector<std::size_t> out_e = elements(step.output_splits, out), in_e = elements(step.input_splits, t);
         std::function<void()> done;
-        if (member && recording()) {
-          done = record_collective_as(step, -1, cut(t, in_e), [&out, out_e] { return cut(out, out_e); });
-        } else if (member) {
-          record_collective(step, -1, std::vector<const Tensor*>{}, {});
-        }
+        if (member)
+          done = record_collective_as(step, -1, [&] { return cut(t, in_e); }, [&out, out_e] { return cut(out, out_e); });
         // Without sizes torch cuts evenly; the seam is given none either.
         const std::vector<std::size_t> none;
         co_await launch(step,
