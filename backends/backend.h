@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "core/diagnosis.h"
@@ -48,6 +49,17 @@ class InProcessBackend {
   // What the backend broke on purpose, and which ranks it crashed.
   virtual std::vector<InjectedFault> injected_faults() const { return {}; }
   virtual bool crashed(int rank) const { (void)rank; return false; }
+  // Whether crash() works. Crash faults on a backend that cannot are
+  // refused (the case is skipped), never silently ignored.
+  virtual bool can_crash() const { return false; }
+  // Kills `rank` as its process dying would (a scenario's `{fault: crash,
+  // rank: R, op: K}`): from this call on its transport sends, delivers and
+  // resumes nothing, and the other ranks' transports report the loss as
+  // they would detect it -- FrameSink::on_peer_lost(rank, why, clean=false),
+  // from inside run_until(), at once or after a detection delay, but never
+  // not at all. crashed(rank) is true afterwards. Called from inside
+  // run_until() (an op of `rank` is starting).
+  virtual void crash(int rank, const std::string& why) { (void)rank; (void)why; }
   // Writes the run's Chrome trace; false when the backend records none.
   virtual bool write_trace(std::ostream& out, Nanos end) const { (void)out; (void)end; return false; }
 };

@@ -56,6 +56,9 @@ struct JobOptions {
   bool timing_only = false;
   std::vector<ProcessFault> process_faults;
   const sim::SimulationOptions* simulation = nullptr;  // simulated backends only
+  // Keep a record of each rank's ops in flight that another thread may read
+  // while run() is stuck (Job::in_flight_report; the conformance watchdog).
+  bool track_in_flight = false;
 };
 
 // A rank's part of a job's program.
@@ -90,6 +93,13 @@ class Job {
 
   // What ran the ops, for reports ("collie core over sim", "Open MPI 4.1.4").
   virtual std::string implementation() const = 0;
+
+  // With JobOptions::track_in_flight: each rank's ops in flight (op, group,
+  // sequence number, algorithm step, start time), one line per rank. Safe
+  // to call from another thread while run() is stuck in the transport --
+  // the only report there is of a case the watchdog abandoned. Empty when
+  // not tracked.
+  virtual std::string in_flight_report() const { return {}; }
 
   // Facts of the last run.
   virtual std::uint64_t trace_hash() const { return 0; }

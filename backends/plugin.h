@@ -13,7 +13,8 @@
 
 // 2: Transport gained charges_compute_time().
 // 3: Transport derives from Executor; BackendOptions lost the simulator's fields.
-#define COLLIE_PLUGIN_ABI_VERSION 3
+// 4: InProcessBackend gained can_crash() and crash().
+#define COLLIE_PLUGIN_ABI_VERSION 4
 
 extern "C" {
 

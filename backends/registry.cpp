@@ -166,19 +166,33 @@ std::unique_ptr<Job> start_job(const BackendInfo& info, const JobOptions& option
 }
 
 Job& JobCache::get(const BackendInfo& info, const JobOptions& options, bool processes) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (job_ && job_->reusable() && backend_ == info.name && world_ == options.world_size) {
     job_->set_run_options(options);
     return *job_;
   }
   job_.reset();
-  job_ = start_job(info, options, processes);
+  JobOptions tracked = options;
+  tracked.track_in_flight = true;
+  job_ = start_job(info, tracked, processes);
   backend_ = info.name;
   world_ = options.world_size;
   return *job_;
 }
 
 void JobCache::release() {
+  std::lock_guard<std::mutex> lock(mu_);
   if (job_ && !job_->reusable()) job_.reset();
+}
+
+void JobCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  job_.reset();
+}
+
+std::string JobCache::in_flight_report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return job_ ? job_->in_flight_report() : std::string();
 }
 
 }  // namespace collie

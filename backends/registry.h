@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,11 @@ struct BackendInfo {
   // Injects the simulator's faults (drop, delay, partition, crash at a
   // time or step, ...).
   bool simulated_faults = false;
+  // Empty when ops fail with a timeout error once their timeout (the
+  // group's or the call's) has passed; else why the implementation has no
+  // timeouts ("MPI operations block until they complete"). A scenario that
+  // sets timeouts is skipped on such a backend with this reason.
+  std::string no_timeouts;
   // Null when the backend can run on this machine; else why not
   // ("mpirun was not found in PATH").
   std::function<std::optional<std::string>()> unavailable;
@@ -81,13 +87,18 @@ class BackendRegistry {
 // returns the kept job when it is reusable, of the same backend and world
 // size, else starts a new one (ending the kept one first); release() ends
 // the job unless it can run again. In-process jobs are never kept.
+// Jobs it starts track their ops in flight, and in_flight_report() may be
+// called from another thread (the suite's watchdog) at any time.
 class JobCache {
  public:
   Job& get(const BackendInfo& info, const JobOptions& options, bool processes);
   void release();
-  void clear() { job_.reset(); }
+  void clear();
+  // The current job's Job::in_flight_report(); empty when there is none.
+  std::string in_flight_report() const;
 
  private:
+  mutable std::mutex mu_;  // guards job_ against in_flight_report() from another thread
   std::unique_ptr<Job> job_;
   std::string backend_;
   int world_ = 0;

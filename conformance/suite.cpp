@@ -117,6 +117,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.kind = "scenario";
     p.world = s->world;
     p.replay = "collie run " + f + " --backend " + o.backend + flags;
+    if (processes && o.timeout_ns && s->timeout_ns == 0 && s->outcome.kind != scenario::Outcome::kOk &&
+        o.hang_window_ns > 0)
+      p.replay += " --timeout-us " + std::to_string(std::min(o.timeout_ns, o.hang_window_ns) / 1000);
     p.run = [s, &o, &reg, &jobs, processes, frames_total] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
@@ -124,7 +127,11 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       ro.processes = processes;
       ro.jobs = &jobs;
       ro.strict = o.strict;
-      if (processes && o.timeout_ns) ro.timeout_ns = o.timeout_ns;
+      if (processes && o.timeout_ns && s->timeout_ns == 0) {
+        ro.timeout_ns = o.timeout_ns;
+        if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0)
+          ro.timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
+      }
       auto r = scenario::run_scenario(*s, ro);
       *frames_total += r.frames;
       Ran ran;
@@ -380,6 +387,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                       " s of wall time): the transport's run_until never returned (core/executor.h: it returns "
                       "when done or at its deadline, and throws Error(kDeadlock) when nothing can progress); the "
                       "suite stopped here";
+        if (const std::string where = jobs.in_flight_report(); !where.empty()) ran.failure += "\n" + where;
       }
     }
     if (res.implementation.empty()) res.implementation = ran.implementation;
@@ -389,7 +397,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.skipped = !ran.skipped.empty() && ran.failure.empty();
     c.skip_reason = ran.skipped;
     c.passed = ran.failure.empty() && !c.skipped;
-    c.message = first_lines(ran.failure, 12);
+    c.message = res.abandoned ? ran.failure : first_lines(ran.failure, 12);  // every rank's line of an abandoned case
     c.notes = std::move(ran.notes);
     c.replay = p.replay;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -178,7 +178,9 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
 }
 
 Spawned watchdog(Communicator& c, Nanos when) {
+  ++c.timers_pending_;
   co_await WakeAt{&c.t_, when};
+  --c.timers_pending_;
   if (c.armed_ == when) c.armed_.reset();
   if (const Nanos now = c.t_.now(); now < when) {
     c.engine_.report_contract_violation("a timer for t=" + std::to_string(when) + " ns fired at t=" +

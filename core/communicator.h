@@ -146,6 +146,12 @@ class Communicator final : public Dist {
   // thrown past a Work). Returns how many ops it failed.
   std::size_t abort_pending(const std::string& why);
 
+  // Timers (op timeouts) handed to the transport's schedule_at() and not
+  // yet fired, and the earliest time one is armed for. A transport that
+  // reports a deadlock while one is pending broke core/executor.h.
+  std::size_t timers_pending() const { return timers_pending_; }
+  std::optional<Nanos> earliest_timer() const { return armed_; }
+
  private:
   struct CollectiveCall;
   GroupState& resolve(const Group& g);
@@ -201,6 +207,7 @@ class Communicator final : public Dist {
   std::size_t deadlines_ = 0;  // entries in all lanes
   std::size_t deadlines_after_sweep_ = 0;
   std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
+  std::size_t timers_pending_ = 0;  // watchdogs given to schedule_at() and not yet resumed
   Nanos last_now_ = 0;          // the clock at the latest op start: it never goes back
   void arm(Nanos when);
   void expire_deadlines();

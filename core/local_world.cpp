@@ -110,8 +110,17 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   Transport& exec = comms_[0]->transport();
   bool stuck = false;
   try {
-    exec.run_until([&] { return finished == n; }, std::nullopt);
-    if (finished < n) {
+    // Done when every rank finished or crashed (a crashed rank's program
+    // never resumes again).
+    auto done = [&] {
+      if (finished == n) return true;
+      if (!context.crashed) return false;
+      std::size_t gone = 0;
+      for (std::size_t r = 0; r < n; ++r) gone += res.ranks[r].finished || context.crashed(static_cast<int>(r)) ? 1 : 0;
+      return gone == n;
+    };
+    exec.run_until(done, std::nullopt);
+    if (!done()) {
       // No deadline was given: returning early breaks the executor's
       // contract. Blame the transport, and say what the ranks waited for.
       std::string unfinished;
@@ -127,6 +136,19 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
     if (e.kind() != ErrorKind::kDeadlock) throw;
     res.deadlocked = true;
     stuck = true;
+    // A pending timer can still make progress (it fails an op): a
+    // deadlock reported before it fired is the transport's fault.
+    for (std::size_t r = 0; r < n && res.transport_fault.empty(); ++r) {
+      const Communicator& c = *comms_[r];
+      if (c.timers_pending() == 0 || (context.crashed && context.crashed(static_cast<int>(r)))) continue;
+      const auto when = c.earliest_timer();
+      res.transport_fault = "transport: run_until reported a deadlock (" + std::string(e.what()) + ") at t=" +
+                            std::to_string(exec.now()) + " ns while rank " + std::to_string(r) +
+                            " had an op timeout armed" +
+                            (when ? " for t=" + std::to_string(*when) + " ns" : std::string()) +
+                            " with schedule_at(); core/executor.h: a timer resumes once now() reaches its time, "
+                            "so nothing is stuck while one is pending -- this transport's timers never fire";
+    }
   }
   if (stuck) {
     DiagnosisInput in;

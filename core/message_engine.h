@@ -162,6 +162,9 @@ class MessageEngine final : public FrameSink {
   // Messages that arrived and were never received, one line each.
   std::vector<std::string> describe_unexpected() const;
 
+  // Whether the transport reported `peer` lost (on_peer_lost), cleanly or not.
+  bool told_lost(int peer) const { return lost_why_.count(peer) != 0; }
+
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
   // A rendezvous receive into a host buffer of the frame's size.

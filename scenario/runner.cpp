@@ -128,6 +128,21 @@ std::string replay_command(const Scenario& s, const std::string& backend, const 
   return cmd.str();
 }
 
+// Only crashes at a rank's op K: what every backend can inject.
+bool portable_crashes(const sim::FaultPlan& plan) {
+  if (plan.size() != plan.crashes.size()) return false;
+  return std::all_of(plan.crashes.begin(), plan.crashes.end(),
+                     [](const sim::Crash& c) { return c.at_op != 0 && !c.at_ns && c.at_step.empty(); });
+}
+
+bool sets_timeouts(const Scenario& s) {
+  auto any = [](const std::vector<Step>& steps) {
+    return std::any_of(steps.begin(), steps.end(), [](const Step& st) { return st.timeout_ns > 0; });
+  };
+  if (s.timeout_ns > 0 || any(s.program)) return true;
+  return std::any_of(s.programs.begin(), s.programs.end(), [&](const auto& p) { return any(p.second); });
+}
+
 }  // namespace
 
 ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options) {
@@ -175,6 +190,24 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   sim::SimulationOptions simulation;
   simulation.network = s.network;
   simulation.faults = s.faults;
+  // A scenario's crash faults that name an op (`{fault: crash, rank: R,
+  // op: K}`) are not the simulator's alone: other backends crash the rank
+  // themselves as its op K starts (a process: SIGKILL; an in-process
+  // backend: InProcessBackend::crash).
+  std::vector<ProcessFault> process_faults = options.process_faults;
+  bool scenario_crashes = false;
+  if (!backend.simulated_faults && !s.faults.empty() && portable_crashes(s.faults)) {
+    for (const sim::Crash& c : s.faults.crashes) {
+      ProcessFault f;
+      f.kind = ProcessFault::Kind::kCrash;
+      f.rank = c.rank;
+      f.before_op = c.at_op;
+      f.text = "crash:rank=" + std::to_string(c.rank) + ",op=" + std::to_string(c.at_op);
+      process_faults.push_back(f);
+    }
+    simulation.faults = {};
+    scenario_crashes = true;
+  }
   append(simulation.faults, options.extra_faults);
   if (options.random_faults_seed)
     append(simulation.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
@@ -190,12 +223,18 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     usage("backend '" + backend_name + "' cannot inject the simulator's faults (" + simulation.faults.describe().front() +
           (s.faults.empty() ? ")" : "; declared in " + s.file + ")") +
           "; run on --backend sim" + (backend.start ? ", or give a process fault: crash:rank=R,op=K or stall:rank=R,op=K,ms=T" : ""));
-  if (!options.process_faults.empty() && !processes)
-    usage("process faults (" + options.process_faults.front().text + ") need a backend whose ranks are processes; '" +
-          backend_name + "' runs every rank in this process");
   for (const ProcessFault& f : options.process_faults)
     if (f.rank >= s.world)
       usage("--fault " + f.text + ": rank " + std::to_string(f.rank) + " is out of range for world " + std::to_string(s.world));
+
+  // Timeouts the scenario sets are part of what it checks: an
+  // implementation without timeouts cannot run it (a skip, not a hang).
+  if (!backend.no_timeouts.empty() && sets_timeouts(s)) {
+    res.outcome = "skipped";
+    res.skipped = true;
+    res.skip_reason = "the scenario sets timeouts, and backend '" + backend_name + "' has none: " + backend.no_timeouts;
+    return res;
+  }
 
   JobOptions jo;
   jo.world_size = s.world;
@@ -204,7 +243,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   jo.eager_threshold_bytes = s.network.eager_threshold_bytes;
   jo.trace = !options.trace_path.empty();
   jo.timing_only = res.timing_only;
-  jo.process_faults = options.process_faults;
+  jo.process_faults = process_faults;
   jo.simulation = backend.simulated ? &simulation : nullptr;
 
   RunLog log;
@@ -219,6 +258,12 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     else job = (owned = start_job(backend, jo, processes)).get();
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kUsage) throw;
+    if (e.kind() == ErrorKind::kUnsupported) {  // e.g. a crash fault on a backend that cannot crash a rank
+      res.outcome = "skipped";
+      res.skipped = true;
+      res.skip_reason = e.what();
+      return res;
+    }
     res.outcome = "error";
     res.detail = e.what();
     res.failures.push_back("backend '" + backend_name + "' could not start a world of " + std::to_string(s.world) +
@@ -267,10 +312,15 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
 
   Judge how;
   how.collie_core = backend.collie_core;
+  how.diagnoses_deadlocks = !processes;
   how.strict = options.strict;
   how.records_checked = log.records.enabled;
   how.injected = job->injected_faults();
+  // Faults given on the command line, and a scenario's crashes on a
+  // library, are judged by what the survivors did about them (failed
+  // loudly, or hung); collie's core is held to the scenario's outcome.
   how.process_faults = options.process_faults;
+  if (scenario_crashes && !backend.collie_core) how.process_faults = process_faults;
   res.virtual_time = std::max(rr.end_time, rr.stopped_at);
   res.deadlock_dot = rr.deadlock_dot;
   res.causes = rr.causes;

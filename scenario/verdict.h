@@ -25,7 +25,12 @@
 namespace collie::scenario {
 
 struct Judge {
-  bool collie_core = true;         // the ops are collie's core (strict; deadlocks diagnosed)
+  bool collie_core = true;         // the ops are collie's core (strict)
+  // Every rank ran in this process, so a deadlock was diagnosed (a report
+  // with causes). Ranks in processes have no global view: a deadlock shows
+  // as a hang of exactly the blocked ranks or, where ops have timeouts, as
+  // timeout errors on exactly them while the rest finish.
+  bool diagnoses_deadlocks = true;
   bool strict = false;             // --strict: notes count as failures
   bool records_checked = true;     // the oracle checks ran (not timing-only, check: true)
   std::vector<InjectedFault> injected;  // what the backend broke on purpose

@@ -78,6 +78,7 @@ std::vector<std::string> FaultPlan::describe() const {
     if (c.at_ns) os << " at " << *c.at_ns / 1000.0 << " us";
     if (c.at_op) os << " at its " << ordinal(c.at_op) << " op";
     if (!c.at_step.empty()) os << " at step '" << c.at_step << "'";
+    if (c.detect_ns) os << ", detected by its peers after " << *c.detect_ns / 1000.0 << " us";
     out.push_back(os.str());
   }
   for (const auto& s : slow) {
@@ -257,6 +258,7 @@ std::vector<std::string> fault_args(const FaultPlan& plan) {
     if (c.at_ns) s += ",at_us=" + num(static_cast<double>(*c.at_ns) / 1000.0);
     if (c.at_op) s += ",op=" + std::to_string(c.at_op);
     if (!c.at_step.empty()) s += ",step=" + c.at_step;
+    if (c.detect_ns) s += ",detect_us=" + num(static_cast<double>(*c.detect_ns) / 1000.0);
     out.push_back(s);
   }
   for (const auto& s : plan.slow) out.push_back("slow:rank=" + std::to_string(s.rank) + ",factor=" + num(s.factor));
@@ -346,6 +348,11 @@ std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan)
       if (auto v = take("at_us")) c.at_ns = static_cast<Nanos>(std::stod(*v) * 1000);
       if (auto v = take("op")) c.at_op = std::stoull(*v);
       if (auto v = take("step")) c.at_step = *v;
+      if (auto v = take("detect_us")) {
+        const double us = std::stod(*v);
+        if (!(us >= 0)) return "fault '" + text + "': detect_us must be >= 0";
+        c.detect_ns = static_cast<Nanos>(us * 1000);
+      }
       if (!c.at_ns && !c.at_op && c.at_step.empty()) c.at_ns = 0;
       plan.crashes.push_back(c);
     } else if (kind == "slow") {

@@ -73,11 +73,15 @@ struct LinkDegradation {
 // A rank stops for good: at a virtual time, when it issues its nth op, or
 // when one of its collectives enters an algorithm step whose name starts
 // with at_step ("reduce_scatter", "reduce_scatter 2").
+// Peers learn of the crash detect_ns after it, as a reset connection tells
+// a real transport's (FrameSink::on_peer_lost); without it the crash is
+// silent, and only timeouts or the deadlock report tell.
 struct Crash {
   int rank = 0;
   std::optional<Nanos> at_ns;
   std::uint64_t at_op = 0;
   std::string at_step;
+  std::optional<Nanos> detect_ns;
 };
 
 // A rank whose compute and NIC take `factor` times as long.
@@ -122,7 +126,7 @@ FaultPlan random_fault_plan(std::uint64_t seed, int world, bool destructive);
 // Parses one fault from the command line's compact form, e.g.
 //   drop:src=0,dst=1,nth=3        delay:us=50,p=0.5        duplicate:p=0.1
 //   reorder:us=20,p=0.3           partition:a=0+1,b=2+3,from_us=0,until_us=100
-//   degrade:scope=inter,bw=0.1,lat_us=5     crash:rank=2,at_us=30   crash:rank=1,op=3
+//   degrade:scope=inter,bw=0.1,lat_us=5     crash:rank=2,at_us=30   crash:rank=1,op=3,detect_us=50
 //   crash:rank=0,step=reduce_scatter        slow:rank=3,factor=4    skew:rank=1,rate=1.5
 // Returns an error text instead on failure.
 std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan);

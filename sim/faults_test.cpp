@@ -137,9 +137,14 @@ TEST(Faults, SlowRankSlowsItsNic) {
 }
 
 TEST(Faults, CrashAtATimeAtAnOpAndAtAStep) {
+  // Rank 0's eager send needs no receiver: it finishes, nothing waits for
+  // the crashed rank 1, and the run ends there -- not ok, not a deadlock.
   auto at_time = pipeline(plan_of({"crash:rank=1,at_us=0"}), 1);
-  EXPECT_TRUE(at_time.deadlocked);
-  EXPECT_NE(at_time.deadlock_report.find("rank 1: crashed"), std::string::npos) << at_time.deadlock_report;
+  EXPECT_FALSE(at_time.deadlocked);
+  EXPECT_FALSE(at_time.ok());
+  EXPECT_TRUE(at_time.ranks[0].finished);
+  EXPECT_TRUE(at_time.ranks[1].crashed);
+  EXPECT_EQ(at_time.describe(), "rank 1 crashed (an injected fault)");
   auto at_op = pipeline(plan_of({"crash:rank=0,op=2"}), 3);
   EXPECT_TRUE(at_op.deadlocked);
   EXPECT_NE(at_op.deadlock_report.find("rank 0 crashed by fault 'crash rank 0 at its 2nd op'"), std::string::npos)
@@ -154,6 +159,37 @@ TEST(Faults, CrashAtATimeAtAnOpAndAtAStep) {
   EXPECT_TRUE(res.deadlocked);
   EXPECT_TRUE(w.simulator().crashed(2));
   EXPECT_NE(res.deadlock_report.find("step 'reduce_scatter"), std::string::npos) << res.deadlock_report;
+}
+
+TEST(Faults, ACrashWithDetectionFailsThePeersThatNeedItAtTheDetectionTime) {
+  SimOptions o;
+  o.network = exact_model();
+  o.faults = plan_of({"crash:rank=3,op=1,detect_us=40"});
+  // Ranks 0 and 1 all_reduce in one pair, ranks 2 and 3 in another.
+  const auto pairs = [](Communicator& c) -> Task<void> {
+    Group lo = c.new_group({0, 1});
+    Group hi = c.new_group({2, 3});
+    Tensor t(DType::kInt64, {4});
+    co_await c.all_reduce(t, ReduceOp::kSum, c.rank() < 2 ? lo : hi);
+  };
+  SimWorld w(4, o);
+  auto res = w.run(pairs);
+  // Ranks 0 and 1 never needed rank 3: they finish. Rank 2 fails naming it,
+  // once the crash is detected (40 us), not by hanging.
+  EXPECT_FALSE(res.deadlocked) << res.deadlock_report;
+  EXPECT_TRUE(res.ranks[0].finished && !res.ranks[0].error);
+  EXPECT_TRUE(res.ranks[1].finished && !res.ranks[1].error);
+  EXPECT_TRUE(res.ranks[3].crashed);
+  EXPECT_EQ(testing::error_kind(res, 2), ErrorKind::kTransport);
+  EXPECT_NE(testing::error_text(res, 2).find("lost rank 3: rank 3 crashed"), std::string::npos)
+      << testing::error_text(res, 2);
+  EXPECT_EQ(res.ranks[2].end_time, 40000);
+  // Without detection the same crash is silent: a deadlock naming it.
+  o.faults = plan_of({"crash:rank=3,op=1"});
+  SimWorld silent(4, o);
+  auto quiet = silent.run(pairs);
+  EXPECT_TRUE(quiet.deadlocked);
+  EXPECT_NE(quiet.deadlock_report.find("rank 3 crashed"), std::string::npos) << quiet.deadlock_report;
 }
 
 TEST(Timeouts, NameTheOpTheStepAndThePeersStillAwaited) {
@@ -275,7 +311,8 @@ TEST(Reproducibility, SameSeedGivesByteIdenticalReportAndTrace) {
 TEST(FaultParsing, RoundTripsThroughTheCommandLineForm) {
   FaultPlan p = plan_of({"drop:src=0,dst=1,nth=3", "delay:p=0.5,mean_us=4", "reorder:p=0.2,max_us=9",
                          "partition:a=0+1,b=2,from_us=1,until_us=9,one_way=1", "degrade:scope=node,a=1,bw=0.5",
-                         "crash:rank=2,step=all_gather", "slow:rank=1,factor=3", "skew:rank=0,rate=1.5,offset_us=2"});
+                         "crash:rank=2,step=all_gather", "crash:rank=3,op=2,detect_us=7.5", "slow:rank=1,factor=3",
+                         "skew:rank=0,rate=1.5,offset_us=2"});
   FaultPlan q;
   for (const auto& a : fault_args(p)) ASSERT_FALSE(parse_fault(a, q)) << a;
   EXPECT_EQ(fault_args(p), fault_args(q));

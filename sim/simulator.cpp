@@ -121,11 +121,16 @@ void Simulator::record(FaultRecord::Kind kind, int src, int dst, const FrameHead
   records_.push_back(std::move(r));
 }
 
-void Simulator::crash(int rank, const std::string& why) {
+void Simulator::crash(int rank, const std::string& why, int plan_index) {
   const auto r = static_cast<std::size_t>(rank);
   if (crashed_[r]) return;
   crashed_[r] = true;
   record(FaultRecord::Kind::kCrash, rank, -1, FrameHeader{}, why);
+  if (plan_index < 0) return;
+  const Crash& c = plan_.crashes[static_cast<std::size_t>(plan_index)];
+  if (!c.detect_ns) return;
+  for (int p = 0; p < static_cast<int>(crashed_.size()); ++p)
+    if (p != rank) push(now_ + *c.detect_ns, EventKind::kPeerLost, p, nullptr, static_cast<std::uint32_t>(rank));
 }
 
 double Simulator::sample_delay_ns(const MessageFault& f) {
@@ -150,7 +155,8 @@ void Simulator::op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos n
   for (std::size_t i = 0; i < plan_.crashes.size(); ++i) {
     const Crash& c = plan_.crashes[i];
     if (c.rank == rank && c.at_op != 0 && c.at_op == id)
-      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i]);
+      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i],
+            static_cast<int>(i));
   }
 }
 
@@ -165,7 +171,8 @@ void Simulator::step_begin(int rank, std::uint64_t id, const std::string& step, 
   for (std::size_t i = 0; i < plan_.crashes.size(); ++i) {
     const Crash& c = plan_.crashes[i];
     if (c.rank == rank && !c.at_step.empty() && step.rfind(c.at_step, 0) == 0)
-      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i]);
+      crash(rank, fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i],
+            static_cast<int>(i));
   }
 }
 
@@ -383,12 +390,23 @@ void Simulator::process(const Event& e) {
   if (crashed_[r] && e.kind != EventKind::kDeliver) return;  // a crashed rank does nothing
   clocks_[r] = now_;
   switch (e.kind) {
-    case EventKind::kCrash:
-      crash(e.rank, "crash at time");
-      for (std::size_t i = 0; i < plan_.crashes.size(); ++i)
-        if (plan_.crashes[i].rank == e.rank && plan_.crashes[i].at_ns)
-          records_.back().fault =
-              fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() + i];
+    case EventKind::kCrash: {
+      int index = -1;
+      for (std::size_t i = 0; i < plan_.crashes.size() && index < 0; ++i)
+        if (plan_.crashes[i].rank == e.rank && plan_.crashes[i].at_ns && *plan_.crashes[i].at_ns == e.time)
+          index = static_cast<int>(i);
+      crash(e.rank,
+            index < 0 ? std::string("crash at time")
+                      : fault_names_[plan_.messages.size() + plan_.partitions.size() + plan_.degradations.size() +
+                                     static_cast<std::size_t>(index)],
+            index);
+      return;
+    }
+    case EventKind::kPeerLost:
+      // A live rank's transport notices that rank e.frame's connection died.
+      endpoints_[r]->sink()->on_peer_lost(static_cast<int>(e.frame),
+                                          "rank " + std::to_string(e.frame) + " crashed (its connection was reset)",
+                                          false);
       return;
     case EventKind::kResume:
       std::coroutine_handle<>::from_address(e.ptr).resume();

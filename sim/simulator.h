@@ -90,7 +90,7 @@ class Simulator final : public OpObserver {
  private:
   class Endpoint;
   friend class Endpoint;
-  enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash };
+  enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash, kPeerLost };
   struct Event {
     Nanos time;
     std::uint64_t tiebreak;
@@ -98,7 +98,7 @@ class Simulator final : public OpObserver {
     EventKind kind;
     std::int32_t rank;
     void* ptr;            // coroutine address, or send cookie
-    std::uint32_t frame;  // slot in frames_in_flight_
+    std::uint32_t frame;  // slot in frames_in_flight_ (kPeerLost: the crashed rank)
   };
   struct EventLater {
     bool operator()(const Event& a, const Event& b) const {
@@ -119,7 +119,8 @@ class Simulator final : public OpObserver {
 
   void push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame = 0);
   void post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
-  void crash(int rank, const std::string& why);
+  // `plan_index`: the crash fault of plan_ that did it (its detection delay), or -1.
+  void crash(int rank, const std::string& why, int plan_index = -1);
   // A free slot in frames_in_flight_ (reused, or a new one).
   std::uint32_t alloc_frame();
   void record(FaultRecord::Kind kind, int src, int dst, const FrameHeader& h, const std::string& fault);

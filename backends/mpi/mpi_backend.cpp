@@ -78,6 +78,7 @@ void register_mpi_backend(BackendRegistry& registry) {
   info.description = "an MPI library through its C API (collie-mpi-worker under mpirun), one process per rank";
   info.selection = "--backend mpi [--mpirun PATH] [--mpirun-args \"ARGS\"] [--controller-host ADDRESS]";
   info.collie_core = false;
+  info.no_timeouts = "MPI has no operation timeouts: its calls block until they complete";
   info.unavailable = []() -> std::optional<std::string> {
     if (worker().empty())
       return std::string(*COLLIE_MPI_WORKER ? "collie-mpi-worker is not beside collie (set COLLIE_MPI_WORKER)"

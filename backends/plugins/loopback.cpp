@@ -18,6 +18,8 @@
 //   eager_completing_loopback    completes a send inside post_send()
 //   backwards_clock_loopback     now() goes back now and then
 //   hanging_loopback             drops every N-th frame, then waits forever instead of reporting the deadlock
+//   timerless_loopback           schedule_at() never fires: op timeouts never expire
+//   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
 #include <deque>
 #include <map>
 #include <memory>
@@ -43,6 +45,8 @@
 #define LOOPBACK_COMPLETE_INSIDE_POST 9
 #define LOOPBACK_CLOCK_BACKWARDS 10
 #define LOOPBACK_HANG 11
+#define LOOPBACK_DROP_TIMERS 12
+#define LOOPBACK_SILENT_CRASH 13
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -104,17 +108,33 @@ class Loopback final : public collie::InProcessBackend {
   }
   collie::Transport& transport(int rank) override { return *endpoints_[static_cast<std::size_t>(rank)]; }
   std::uint64_t events() const override { return events_; }
+  // A crashed rank does nothing more, and every other rank's transport
+  // reports it lost (as a reset connection would) on its next turn.
+  bool can_crash() const override { return true; }
+  void crash(int rank, const std::string& why) override {
+    dead_.resize(endpoints_.size());
+    dead_[static_cast<std::size_t>(rank)] = true;
+    if (LOOPBACK_BUG == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
+    for (int p = 0; p < size(); ++p)
+      if (p != rank) queue_.push_back({Item::kLost, p, nullptr, {}, {}, nullptr, rank, why});
+  }
+  bool crashed(int rank) const override {
+    return static_cast<std::size_t>(rank) < dead_.size() && dead_[static_cast<std::size_t>(rank)];
+  }
 
   struct Item {
-    enum Kind { kResume, kDeliver, kSent, kReadLate } kind;
+    enum Kind { kResume, kDeliver, kSent, kReadLate, kLost } kind;
     int rank;
     void* ptr;
     FrameHeader header;
     std::vector<std::byte> payload;
     const std::byte* source = nullptr;  // kReadLate: the sender's buffer, read when this comes up again
-    int turns = 0;
+    int turns = 0;                      // kLost: the rank lost
+    std::string why = {};               // kLost
   };
-  void push(Item it) { queue_.push_back(std::move(it)); }
+  void push(Item it) {
+    if (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src))) queue_.push_back(std::move(it));
+  }
   // Timers fire, in time order, only when nothing else can run: the clock
   // then jumps to them.
   void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
@@ -148,11 +168,13 @@ class Loopback final : public collie::InProcessBackend {
       Item it = std::move(queue_.front());
       queue_.pop_front();
       ++events_;
+      if (crashed(it.rank)) continue;  // a dead rank does nothing
       Endpoint& ep = *endpoints_[static_cast<std::size_t>(it.rank)];
       switch (it.kind) {
         case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
         case Item::kDeliver: ep.sink()->on_frame(it.header, it.payload); break;
         case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
+        case Item::kLost: ep.sink()->on_peer_lost(it.turns, it.why, false); break;
         case Item::kReadLate:
           // Behind the sender's resumption in the queue: it has run on (and
           // may have reused its buffer) by the time the payload is read.
@@ -174,6 +196,7 @@ class Loopback final : public collie::InProcessBackend {
   std::deque<Item> queue_;
   std::uint64_t events_ = 0, frames_ = 0;
   std::multimap<Nanos, std::pair<int, void*>> timers_;
+  std::vector<bool> dead_;  // crashed ranks
   Nanos jump_ = 0;
   bool running_ = false;
 };
@@ -183,7 +206,10 @@ Nanos Endpoint::now() const {
   const Nanos t = world_.clock();
   return LOOPBACK_BUG == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
 }
-void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) { world_.timer(when, rank_, h.address()); }
+void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
+  if (LOOPBACK_BUG == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  world_.timer(when, rank_, h.address());
+}
 void Endpoint::schedule(std::coroutine_handle<> h) {
   if (LOOPBACK_BUG == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % LOOPBACK_EVERY == 0) return h.resume();
   world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}});

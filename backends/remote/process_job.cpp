@@ -258,8 +258,10 @@ class ProcessJob final : public Job, public Executor {
   void lost(int rank, const std::string& why);
   Drive drive(const std::function<bool()>& done, std::optional<Nanos> deadline);
   Nanos stall_timeout() const {
-    // The library's own timeouts (the op timeout, passed on) fire first.
-    return options_.timeout_ns > 0 ? options_.timeout_ns + 5'000'000'000 : 60'000'000'000;
+    // The library's own timeouts (the op timeout, passed on) fire first:
+    // the margin is half the timeout, between 1 s and 5 s.
+    if (options_.timeout_ns <= 0) return 60'000'000'000;
+    return options_.timeout_ns + std::clamp<Nanos>(options_.timeout_ns / 2, 1'000'000'000, 5'000'000'000);
   }
   const ProcessFault* fault_for(int rank, std::uint64_t op_number) const;
   void send_op(int rank, Pending& p, const json& head);

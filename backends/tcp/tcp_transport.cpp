@@ -135,6 +135,12 @@ void TcpTransport::close() {
     if (p) p->socket.close(ec);
 }
 
+void TcpTransport::crash() {
+  crashed_ = true;
+  sent_.clear();
+  close();
+}
+
 void TcpTransport::attach(FrameSink* sink) {
   sink_ = sink;
   if (early_.empty()) return;
@@ -357,7 +363,7 @@ constexpr std::size_t kPumpBudgetBytes = 1024 * 1024;
 
 void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
   Peer& p = *peers_[static_cast<std::size_t>(h.dst)];
-  if (p.lost) return;  // the core was told; nothing will complete
+  if (p.lost || crashed_) return;  // the core was told (or this rank is dead): nothing will complete
   p.out.push_back(Out{encode(h), payload, cookie});
   if (p.up && !p.wr_blocked) flush_writes(h.dst);
 }
@@ -415,7 +421,7 @@ bool TcpTransport::flush_writes(int peer) {
 }
 
 bool TcpTransport::run_ready() {
-  if (sent_.empty() || !sink_) return false;
+  if (sent_.empty() || !sink_ || crashed_) return false;
   // Completions are reported from the loop, never from inside post_send().
   auto sent = std::move(sent_);
   sent_.clear();

@@ -112,6 +112,12 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   std::string unconnected() const;
   // Closes every connection at once (as a crash would).
   void close();
+  // Dies as a crashed process would (fault injection in the in-process
+  // world): closes every connection without a goodbye -- peers see the
+  // connection end and lose this rank -- and from now on sends nothing,
+  // completes nothing and resumes nothing of this rank.
+  void crash();
+  bool crashed() const { return crashed_; }
   // Tells every peer this rank is done, flushes what is queued (for at most
   // `timeout`), then closes: peers then fail only what still waits for it.
   // With `abandoned` (the program left ops in flight, now aborted), frames
@@ -127,9 +133,15 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   int world_size() const override { return world_; }
   void attach(FrameSink* sink) override;
   void post_send(const FrameHeader& header, std::span<const std::byte> payload, void* cookie) override;
-  void schedule(std::coroutine_handle<> h) override { loop_.ready(h); }
-  void schedule_after_compute(std::uint64_t, std::coroutine_handle<> h) override { loop_.ready(h); }
-  void schedule_at(Nanos when, std::coroutine_handle<> h) override { loop_.at(when, h); }
+  void schedule(std::coroutine_handle<> h) override {
+    if (!crashed_) loop_.ready(h);
+  }
+  void schedule_after_compute(std::uint64_t, std::coroutine_handle<> h) override {
+    if (!crashed_) loop_.ready(h);
+  }
+  void schedule_at(Nanos when, std::coroutine_handle<> h) override {
+    if (!crashed_) loop_.at(when, h);
+  }
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override {
     return loop_.run_until(done, deadline);
   }
@@ -227,6 +239,7 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   // The first peer this rank lost without a goodbye, and why: the reason its
   // own goodbye gives, so peers further on learn the root cause.
   std::string first_loss_;
+  bool crashed_ = false;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
   std::vector<void*> sent_;                   // completed sends not yet reported to the sink

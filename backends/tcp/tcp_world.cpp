@@ -42,6 +42,9 @@ class TcpWorld final : public InProcessBackend {
     for (auto& t : ranks_) t->close();  // the whole world goes at once
   }
   Transport& transport(int rank) override { return *ranks_[static_cast<std::size_t>(rank)]; }
+  bool can_crash() const override { return true; }
+  void crash(int rank, const std::string&) override { ranks_[static_cast<std::size_t>(rank)]->crash(); }
+  bool crashed(int rank) const override { return ranks_[static_cast<std::size_t>(rank)]->crashed(); }
   std::uint64_t events() const override { return loop_.events(); }
 
  private:

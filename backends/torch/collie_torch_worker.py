@@ -176,7 +176,10 @@ class Worker:
         group = self.groups[gid]
         peer = None if head.get("any_source") else head.get("peer", -1)
         tag = head.get("tag", 0)
-        a = head.get("async", False)
+        # A call's own timeout (timeout_ms) is honoured as torch offers it:
+        # the collective is issued asynchronously and Work.wait(timeout)
+        # bounds the wait (complete()).
+        a = head.get("async", False) or bool(head.get("timeout_ms"))
         lst = tensors[1:1 + head.get("list", 0)]
         if op == "send":
             dist.send(tensors[0], peer, group=group, tag=tag)
@@ -248,7 +251,10 @@ class Worker:
         op = head["op"]
         try:
             if work is not None:
-                work.wait()
+                if head.get("timeout_ms"):
+                    work.wait(timeout=datetime.timedelta(milliseconds=head["timeout_ms"]))
+                else:
+                    work.wait()
                 if op == "irecv" and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()

@@ -1,0 +1,86 @@
+// The verdict on runs whose ranks were processes (no global view of a
+// deadlock) and on runs with crashed ranks.
+#include "scenario/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "scenario/loader.h"
+
+namespace collie::scenario {
+namespace {
+
+Scenario deadlock_of_ranks_1_and_2() {
+  return load_text(R"(version: 1
+name: d
+world: 3
+tensors:
+  t: {dtype: float32, shape: [1]}
+program:
+  - {op: all_reduce, tensor: t, if: "rank != 0"}
+outcome: {deadlock: [1, 2], contains: "wait-for"}
+)",
+                   "d.yaml");
+}
+
+RunResult timeouts_on(std::vector<int> ranks) {
+  RunResult r;
+  r.ranks.resize(3);
+  for (auto& o : r.ranks) o.finished = true;
+  for (int rank : ranks)
+    r.ranks[static_cast<std::size_t>(rank)].error = std::make_exception_ptr(
+        Error(ErrorKind::kTimeout, OpContext{rank, "all_reduce", "world", 1, {}}, "did not complete within 2000 ms"));
+  return r;
+}
+
+Judge processes() {
+  Judge how;
+  how.diagnoses_deadlocks = false;
+  return how;
+}
+
+TEST(Verdict, WithRanksInProcessesADeadlockIsTimeoutsOnExactlyTheBlockedRanks) {
+  const Scenario s = deadlock_of_ranks_1_and_2();
+  RunLog log;
+  EXPECT_TRUE(judge(s, timeouts_on({1, 2}), log, processes()).passed());
+  // Another set of ranks, or an error other than a timeout, is not the deadlock.
+  EXPECT_FALSE(judge(s, timeouts_on({1}), log, processes()).passed());
+  EXPECT_FALSE(judge(s, timeouts_on({0, 1, 2}), log, processes()).passed());
+  RunResult mismatch = timeouts_on({1});
+  mismatch.ranks[2].error =
+      std::make_exception_ptr(Error(ErrorKind::kCollectiveMismatch, OpContext{}, "rank 2 called broadcast"));
+  EXPECT_FALSE(judge(s, mismatch, log, processes()).passed());
+}
+
+TEST(Verdict, InOneProcessADeadlockMustBeDiagnosedNotTimedOut) {
+  const Scenario s = deadlock_of_ranks_1_and_2();
+  RunLog log;
+  EXPECT_FALSE(judge(s, timeouts_on({1, 2}), log, Judge{}).passed());
+  RunResult diagnosed;
+  diagnosed.ranks.resize(3);
+  diagnosed.ranks[0].finished = true;
+  diagnosed.deadlocked = true;
+  diagnosed.blocked_ranks = {1, 2};
+  diagnosed.deadlock_report = "wait-for cycle: 1 -> 2 -> 1";
+  EXPECT_TRUE(judge(s, diagnosed, log, Judge{}).passed());
+  diagnosed.deadlock_report = "no cause given";  // `contains` is compared where a diagnosis exists
+  EXPECT_FALSE(judge(s, diagnosed, log, Judge{}).passed());
+  EXPECT_TRUE(judge(s, diagnosed, log, processes()).passed());
+}
+
+TEST(Verdict, ATransportFaultNeverPasses) {
+  const Scenario s = deadlock_of_ranks_1_and_2();
+  RunLog log;
+  RunResult r;
+  r.ranks.resize(3);
+  r.deadlocked = true;
+  r.blocked_ranks = {1, 2};
+  r.deadlock_report = "wait-for";
+  r.transport_fault = "transport: run_until reported a deadlock while rank 1 had an op timeout armed";
+  const Verdict v = judge(s, r, log, Judge{});
+  EXPECT_FALSE(v.passed());
+  EXPECT_NE(v.detail.find("op timeout armed"), std::string::npos) << v.detail;
+}
+
+}  // namespace
+}  // namespace collie::scenario
