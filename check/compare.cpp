@@ -51,9 +51,10 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, const Compare
     if (is_floating(got.dtype()) && !rule.bitwise) {
       const double a = got.get(i), b = want.get(i);
       if (a == b || (std::isnan(a) && std::isnan(b))) continue;  // -0.0 == +0.0
-      if (loose && std::fabs(a - b) <= 2.0 * rule.contributors * epsilon(got.dtype()) *
-                                               std::max(std::fabs(a), std::fabs(b)) + 1e-300)
-        continue;
+      double scale = std::max(std::fabs(a), std::fabs(b));
+      if (rule.magnitudes && rule.op != ReduceOp::kProduct && i < rule.magnitudes->count())
+        scale = std::max(scale, std::fabs(rule.magnitudes->get(i)));
+      if (loose && std::fabs(a - b) <= 2.0 * rule.contributors * epsilon(got.dtype()) * scale + 1e-300) continue;
     }
     std::string g_text = format_item(got, i), w_text = format_item(want, i);
     if (g_text == w_text) {  // a NaN's sign or payload, or a signalling NaN: show the bits

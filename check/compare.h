@@ -5,7 +5,8 @@
 // floating SUM, AVG or PRODUCT of `contributors` operands may be combined in
 // any order by a correct implementation, and with three or more operands
 // each order rounds differently, so such results are equal within
-// 2 x contributors x epsilon of the larger magnitude. Two operands combine
+// 2 x contributors x epsilon of the larger magnitude (for sums, of the sum of
+// the operands' magnitudes when the rule has it: cancellation). Two operands combine
 // once, with one rounding whatever the order: exact (a bfloat16 SUM that
 // truncates instead of rounding to nearest even fails here). Unless the rule is bitwise, NaN equals NaN whatever its sign
 // or payload bits, and -0.0 equals +0.0.
@@ -29,6 +30,12 @@ struct CompareRule {
   bool bitwise = false;
   // Call it "expected" or "the oracle says" in the message.
   const char* want_is = "expected";
+  // SUM and AVG only: per element, the sum of the operands' magnitudes
+  // (sum |x_i|). Under cancellation a sum's rounding error scales with it,
+  // not with the result, so the allowance becomes 2 x contributors x
+  // epsilon x this (of the average's dtype scale for AVG). Null: the
+  // result's magnitude.
+  const Tensor* magnitudes = nullptr;
 };
 
 // Empty when `got` equals `want` under `rule`; otherwise the first

@@ -39,6 +39,23 @@ TEST(Compare, FloatingSumsMayRoundDifferentlyMaxMayNot) {
   EXPECT_NE(compare_tensors(of(DType::kInt64, {3}), of(DType::kInt64, {4}), sum), "");
 }
 
+TEST(Compare, ASumsAllowanceScalesWithItsOperandsUnderCancellation) {
+  // Four float16 operands near 16 summing to about 0.24 (Gloo's order vs
+  // the oracle's): an error of 2^-9 is within what the operands' rounding
+  // allows, though large beside the result.
+  const Tensor got = of(DType::kFloat16, {-0.2421875}), want = of(DType::kFloat16, {-0.244140625});
+  CompareRule by_result{.reduced = true, .op = ReduceOp::kSum, .contributors = 4};
+  EXPECT_NE(compare_tensors(got, want, by_result), "");
+  const Tensor magnitudes = of(DType::kFloat64, {31.5});
+  CompareRule by_operands = by_result;
+  by_operands.magnitudes = &magnitudes;
+  EXPECT_EQ(compare_tensors(got, want, by_operands), "");
+  // Products do not cancel: their allowance stays with the result.
+  CompareRule product = by_operands;
+  product.op = ReduceOp::kProduct;
+  EXPECT_NE(compare_tensors(got, want, product), "");
+}
+
 TEST(Compare, NaNsAndSignedZerosAreEqualUnlessBitwise) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(compare_tensors(of(DType::kFloat32, {nan}), of(DType::kFloat32, {-nan})), "");

@@ -1,5 +1,6 @@
 #include "check/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -91,6 +92,25 @@ std::vector<const Tensor*> pointers(const std::vector<Tensor>& in) {
 }  // namespace
 
 Tensor reduction(const std::vector<const Tensor*>& in, ReduceOp op) { return reduce_all(in, op); }
+
+Tensor pairwise_reduction(const std::vector<const Tensor*>& in, ReduceOp op, const std::vector<std::size_t>& distances) {
+  if (op == ReduceOp::kAvg) throw std::invalid_argument("pairwise_reduction: not for AVG");
+  if (in.empty() || (in.size() & (in.size() - 1)) != 0)
+    throw std::invalid_argument("pairwise_reduction: needs a power-of-two number of inputs");
+  std::vector<Tensor> level;
+  for (const Tensor* t : in) level.push_back(clone(*t));
+  for (std::size_t d : distances) {
+    if (d == 0 || d >= level.size()) throw std::invalid_argument("pairwise_reduction: distance out of range");
+    std::vector<Tensor> next;
+    for (std::size_t i = 0; i < level.size(); ++i) {
+      // Input i and its partner i ^ d, lower first (every op here commutes).
+      const std::size_t j = i ^ d;
+      next.push_back(reduce_all({&level[std::min(i, j)], &level[std::max(i, j)]}, op));
+    }
+    level = std::move(next);
+  }
+  return std::move(level.at(0));
+}
 
 std::vector<Tensor> broadcast(const std::vector<Tensor>& in, int root) {
   std::vector<Tensor> out;

@@ -20,6 +20,13 @@ namespace collie::reference {
 // its root and all_reduce everywhere, computed once.
 Tensor reduction(const std::vector<const Tensor*>& in, ReduceOp op);
 
+// The reduction of a power-of-two number of inputs combined pairwise, as
+// a butterfly does: inputs `d` apart first for each d in `distances`
+// (recursive doubling: 1, 2, 4, ...; recursive halving: n/2, ..., 1), so that
+// where each combination rounds (float16, bfloat16) the result is the one
+// bit pattern that tree gives. Not for AVG.
+Tensor pairwise_reduction(const std::vector<const Tensor*>& in, ReduceOp op, const std::vector<std::size_t>& distances);
+
 std::vector<Tensor> broadcast(const std::vector<Tensor>& in, int root);
 // Non-root outputs equal their inputs.
 std::vector<Tensor> reduce(const std::vector<Tensor>& in, int root, ReduceOp op);

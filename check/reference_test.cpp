@@ -54,5 +54,17 @@ TEST(Reference, GatherFillsOnlyTheRootList) {
   EXPECT_EQ(out[0][3].get(0), 3.0);
 }
 
+TEST(Reference, PairwiseReductionRoundsInTheButterflysOrder) {
+  // float16 has a spacing of 1 at 1024: 1024 + 0.5 rounds to even (1024).
+  const auto in = scalars(DType::kFloat16, {1024, 0.5, 0, 0.5});
+  const std::vector<const Tensor*> p = {&in[0], &in[1], &in[2], &in[3]};
+  // Recursive doubling: (1024 + 0.5) + (0 + 0.5) = 1024 + 0.5 = 1024.
+  EXPECT_EQ(pairwise_reduction(p, ReduceOp::kSum, {1, 2}).get(0), 1024.0);
+  // Recursive halving: (1024 + 0) + (0.5 + 0.5) = 1025, exactly.
+  EXPECT_EQ(pairwise_reduction(p, ReduceOp::kSum, {2, 1}).get(0), 1025.0);
+  EXPECT_THROW(pairwise_reduction({p[0], p[1], p[2]}, ReduceOp::kSum, {1}), std::invalid_argument);
+  EXPECT_THROW(pairwise_reduction(p, ReduceOp::kAvg, {1, 2}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace collie::reference

@@ -337,6 +337,36 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           pending.push_back(std::move(p));
         }
       }
+      // Four contributors in a forced butterfly order (a power-of-two
+      // group): collie's core must give that order's bits exactly; a library
+      // (which picks its own order) is held to the rounding orders allow.
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct}) {
+        for (Algorithm alg : {Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling}) {
+          CollectiveCase c;
+          c.op = CollectiveKind::kAllReduce;
+          c.dtype = dt;
+          c.reduce_op = op;
+          c.algorithm = alg;
+          c.count = 1000;
+          c.rounding = true;
+          c.data_seed = static_cast<std::uint64_t>(9000 + ++i);
+          const bool in_group = alg == Algorithm::kHalvingDoubling;  // group ranks 0..3 of {0,2,3,5}
+          const int world = in_group ? 6 : 4;
+          if (in_group) c.group = {0, 2, 3, 5};
+          Pending p;
+          p.feature = "half_precision";
+          p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_" +
+                   std::string(algorithm_name(alg)) + (in_group ? "_group4" : "_world4");
+          p.kind = "property";
+          p.world = world;
+          p.replay =
+              "collie conformance --backend " + o.backend + flags + " --filter '^half_precision/" + p.name + "$'";
+          p.run = [c, world, strict, on_job, property] {
+            return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
+          };
+          pending.push_back(std::move(p));
+        }
+      }
     }
   }
 

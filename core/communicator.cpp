@@ -183,9 +183,15 @@ Spawned watchdog(Communicator& c, Nanos when) {
   --c.timers_pending_;
   if (c.armed_ == when) c.armed_.reset();
   if (const Nanos now = c.t_.now(); now < when) {
+    // A clock that has not moved since the rank started is the likelier
+    // fault than a timer fired early: say which.
+    const std::string still = now == c.created_at_ && now == c.last_now_
+                                  ? "; the clock stands still: now() has read t=" + std::to_string(now) +
+                                        " ns since this rank started"
+                                  : std::string();
     c.engine_.report_contract_violation("a timer for t=" + std::to_string(when) + " ns fired at t=" +
                                         std::to_string(now) + " ns (core/executor.h: schedule_at resumes once "
-                                        "now() reads at least its time, never earlier)");
+                                        "now() reads at least its time, never earlier" + still + ")");
     co_return;
   }
   c.expire_deadlines();
@@ -222,7 +228,8 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
       opts_(options),
       rank_(transport.rank()),
       world_size_(transport.world_size()),
-      engine_(transport, options.eager_threshold_bytes) {
+      engine_(transport, options.eager_threshold_bytes),
+      created_at_(transport.now()) {
   auto w = std::make_shared<GroupState>();
   w->id = 0;
   w->members = world_members(world_size_, &w->digest);

@@ -209,6 +209,7 @@ class Communicator final : public Dist {
   std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
   std::size_t timers_pending_ = 0;  // watchdogs given to schedule_at() and not yet resumed
   Nanos last_now_ = 0;          // the clock at the latest op start: it never goes back
+  Nanos created_at_ = 0;        // the clock when this communicator was made
   void arm(Nanos when);
   void expire_deadlines();
   friend Spawned watchdog(Communicator& c, Nanos when);

@@ -20,6 +20,7 @@
 //   hanging_loopback             drops every N-th frame, then waits forever instead of reporting the deadlock
 //   timerless_loopback           schedule_at() never fires: op timeouts never expire
 //   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
+//   frozen_clock_loopback        now() always reads 0 (timers still fire, when idle)
 #include <deque>
 #include <map>
 #include <memory>
@@ -47,6 +48,7 @@
 #define LOOPBACK_HANG 11
 #define LOOPBACK_DROP_TIMERS 12
 #define LOOPBACK_SILENT_CRASH 13
+#define LOOPBACK_FROZEN_CLOCK 14
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -203,6 +205,7 @@ class Loopback final : public collie::InProcessBackend {
 
 int Endpoint::world_size() const { return world_.size(); }
 Nanos Endpoint::now() const {
+  if (LOOPBACK_BUG == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
   const Nanos t = world_.clock();
   return LOOPBACK_BUG == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
 }
