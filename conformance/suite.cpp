@@ -227,6 +227,20 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   for (CollectiveKind k : kinds)
     for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(collective_case(k, i));
   for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(p2p_case(i));
+  // A case fixed by the suite (not drawn from the seed): its replay needs
+  // only its name.
+  auto fixed_case = [&](const std::string& feature, const std::string& name, const CollectiveCase& c, int world) {
+    Pending p;
+    p.feature = feature;
+    p.name = name;
+    p.kind = "property";
+    p.world = world;
+    p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^" + feature + "/" + name + "$'";
+    p.run = [c, world, strict, on_job, property] {
+      return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
+    };
+    pending.push_back(std::move(p));
+  };
   for (int d = 0; d < kNumDTypes; ++d) {
     for (int op = 0; op < kNumReduceOps; ++op) {
       if (reduce_op_unsupported(static_cast<ReduceOp>(op), static_cast<DType>(d))) continue;
@@ -236,16 +250,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.reduce_op = static_cast<ReduceOp>(op);
       c.count = 33;
       c.data_seed = static_cast<std::uint64_t>(d * 100 + op + 1);
-      Pending p;
-      p.feature = "dtypes_x_ops";
-      p.name = std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op));
-      p.kind = "property";
-      p.world = 5;
-      p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^dtypes_x_ops/" + p.name + "$'";
-      p.run = [c, strict, on_job, property] {
-        return property(run_and_check(on_job(5, 1), 5, {c}, strict, ""), "world 5");
-      };
-      pending.push_back(std::move(p));
+      fixed_case("dtypes_x_ops", std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op)), c, 5);
     }
   }
   // Signed zeros, NaNs of both signs, infinities and subnormals through
@@ -260,16 +265,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.count = 64;
       c.data_seed = static_cast<std::uint64_t>(static_cast<int>(dt) * 100 + static_cast<int>(op) + 7);
       c.special_values = true;
-      Pending p;
-      p.feature = "special_values";
-      p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op));
-      p.kind = "property";
-      p.world = 5;
-      p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^special_values/" + p.name + "$'";
-      p.run = [c, strict, on_job, property] {
-        return property(run_and_check(on_job(5, 1), 5, {c}, strict, ""), "world 5");
-      };
-      pending.push_back(std::move(p));
+      fixed_case("special_values", std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), c, 5);
     }
   }
 
@@ -324,17 +320,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           c.rounding = true;
           c.data_seed = static_cast<std::uint64_t>(9000 + ++i);
           if (world == 4 && op == ReduceOp::kMax) c.group = {0, 2, 3};
-          Pending p;
-          p.feature = "half_precision";
-          p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_world" + std::to_string(world);
-          p.kind = "property";
-          p.world = world;
-          p.replay =
-              "collie conformance --backend " + o.backend + flags + " --filter '^half_precision/" + p.name + "$'";
-          p.run = [c, world, strict, on_job, property] {
-            return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
-          };
-          pending.push_back(std::move(p));
+          fixed_case("half_precision",
+                     std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_world" + std::to_string(world),
+                     c, world);
         }
       }
       // Four contributors in a forced butterfly order (a power-of-two
@@ -353,18 +341,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           const bool in_group = alg == Algorithm::kHalvingDoubling;  // group ranks 0..3 of {0,2,3,5}
           const int world = in_group ? 6 : 4;
           if (in_group) c.group = {0, 2, 3, 5};
-          Pending p;
-          p.feature = "half_precision";
-          p.name = std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_" +
-                   std::string(algorithm_name(alg)) + (in_group ? "_group4" : "_world4");
-          p.kind = "property";
-          p.world = world;
-          p.replay =
-              "collie conformance --backend " + o.backend + flags + " --filter '^half_precision/" + p.name + "$'";
-          p.run = [c, world, strict, on_job, property] {
-            return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
-          };
-          pending.push_back(std::move(p));
+          fixed_case("half_precision",
+                     std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_" +
+                         std::string(algorithm_name(alg)) + (in_group ? "_group4" : "_world4"),
+                     c, world);
         }
       }
     }
