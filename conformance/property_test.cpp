@@ -15,6 +15,7 @@
 #include "conformance/collective_check.h"
 #include "check/reference.h"
 #include "core/communicator.h"
+#include "sim/faults.h"
 #include "sim/sim_world.h"
 
 namespace collie::conformance {
@@ -352,6 +353,33 @@ RC_GTEST_PROP(PointToPointProperty, AnySourceReceivesEverythingOnceInPerSenderOr
     RC_ASSERT(static_cast<int>(vals.size()) == each);
     for (int i = 0; i < each; ++i) RC_ASSERT(vals[static_cast<std::size_t>(i)] == src * 100 + i);
   }
+}
+
+// ---- the core masks what a real transport masks -----------------------------
+
+TEST(FaultConformance, CollectivesEqualTheOracleUnderDelayAndReorderFor1000Seeds) {
+  sim::FaultPlan benign;  // delays and reordering: a correct network may do both
+  for (const char* f : {"reorder:p=0.5,max_us=20", "delay:p=0.3,mean_us=5"}) ASSERT_FALSE(sim::parse_fault(f, benign));
+  int failures = 0, faulted = 0;
+  for (std::uint64_t seed = 1; seed <= 1000; ++seed) {
+    sim::Prng prng(seed);
+    const int world = 1 + static_cast<int>(prng.below(8));
+    static const CollectiveKind kinds[] = {CollectiveKind::kBroadcast, CollectiveKind::kReduce,
+                                           CollectiveKind::kAllReduce, CollectiveKind::kScatter,
+                                           CollectiveKind::kGather,    CollectiveKind::kAllGather};
+    const auto c = random_case(kinds[prng.below(6)], world, prng);
+    sim::SimOptions o;
+    o.seed = seed;
+    o.network.eager_threshold_bytes = prng.below(2) ? 64 : 65536;
+    o.faults = benign;
+    sim::SimWorld w(world, o);
+    const std::string err = run_and_check(w, {c});
+    if (!err.empty() && ++failures <= 3) ADD_FAILURE() << "seed " << seed << ": " << err;
+    faulted += w.simulator().fault_log().empty() ? 0 : 1;
+  }
+  EXPECT_EQ(failures, 0);
+  // The faults really fired (runs without messages -- a group of one -- have none to hit).
+  EXPECT_GT(faulted, 700);
 }
 
 }  // namespace
