@@ -2,13 +2,15 @@
 // UndefinedBehaviorSanitizer, see cmake/FuzzTests.cmake): whatever frames a
 // transport hands the core -- random headers, payloads shorter or longer
 // than their headers, duplicates, completions for cookies it never gave,
-// frames for other ranks -- the core must not read or write out of bounds,
+// frames for other ranks, payloads landed in a receive's own buffer, lost
+// peers that do not exist -- the core must not read or write out of bounds,
 // crash or hang: it fails the rank's ops with a typed error, or waits and
 // is diagnosed.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/communicator.h"
@@ -61,6 +63,12 @@ RC_GTEST_PROP(FrameSinkFuzz, WhateverATransportDeliversTheCoreNeitherCrashesNorH
                                                                   rc::gen::exec([] { return gen_frame(3); }));
   const auto cookies = *rc::gen::container<std::vector<std::uintptr_t>>(*rc::gen::inRange(0, 3),
                                                                          rc::gen::inRange<std::uintptr_t>(0, 8));
+  // Which frames go through landing_zone() first (as a zero-copy transport
+  // lands them), and the peers reported lost afterwards -- out of range,
+  // this rank itself, twice -- cleanly or not.
+  const auto landed = *rc::gen::container<std::vector<bool>>(frames.size(), rc::gen::arbitrary<bool>());
+  const auto lost = *rc::gen::container<std::vector<std::pair<int, bool>>>(
+      *rc::gen::inRange(0, 3), rc::gen::pair(rc::gen::inRange(-1, 5), rc::gen::arbitrary<bool>()));
   sim::SimWorld w(world);
   std::vector<Communicator*> comms(world);
   for (int r = 0; r < world; ++r) comms[static_cast<std::size_t>(r)] = &w.comm(r);
@@ -68,8 +76,20 @@ RC_GTEST_PROP(FrameSinkFuzz, WhateverATransportDeliversTheCoreNeitherCrashesNorH
     if (c.rank() == 0) {
       // Plays rank 1's transport: everything arrives from inside the executor.
       MessageEngine& e = comms[1]->engine();
-      for (const Injected& f : frames) e.on_frame(f.header, f.payload);
+      for (std::size_t i = 0; i < frames.size(); ++i) {
+        const Injected& f = frames[i];
+        const FrameSink::Landing z = landed[i] ? e.landing_zone(f.header) : FrameSink::Landing{};
+        if (!z.dst.empty() && !z.reduce && z.dst.size() == f.payload.size()) {
+          // A landing transport writes the payload into the receive's own
+          // buffer, then hands that buffer over.
+          std::copy(f.payload.begin(), f.payload.end(), z.dst.begin());
+          e.on_frame(f.header, z.dst);
+        } else {
+          e.on_frame(f.header, f.payload);
+        }
+      }
       for (std::uintptr_t k : cookies) e.on_send_complete(reinterpret_cast<void*>(k));
+      for (const auto& [peer, clean] : lost) e.on_peer_lost(peer, "lost by the fuzzer", clean);
       co_return;
     }
     if (c.rank() == 1) {
