@@ -1,6 +1,7 @@
 #include "scenario/verdict.h"
 
 #include <algorithm>
+#include <regex>
 
 #include "check/op_checks.h"
 
@@ -269,10 +270,14 @@ void judge_process_faults(const RunResult& run, const std::vector<RankError>& er
                e != errors.end()) {
       line += "failed at " + seconds(run.ranks[r].end_time) + ": " + e->text;
       if (!crashed.empty()) {
+        // The op's own description names its peer ("recv #1 on world from
+        // rank 0 (..."): only the rest is what the library said.
+        static const std::regex peer_of_the_op("(from|to) rank [0-9]+ \\(");
+        const std::string said = std::regex_replace(e->text, peer_of_the_op, "(");
         bool names = false;
         for (int c : crashed)
-          names = names || e->text.find("rank " + std::to_string(c)) != std::string::npos ||
-                  e->text.find("Rank " + std::to_string(c)) != std::string::npos;
+          names = names || said.find("rank " + std::to_string(c)) != std::string::npos ||
+                  said.find("Rank " + std::to_string(c)) != std::string::npos;
         line += names ? " [names the lost rank]" : " [does not name the lost rank]";
       }
     } else {

@@ -82,5 +82,34 @@ TEST(Verdict, ATransportFaultNeverPasses) {
   EXPECT_NE(v.detail.find("op timeout armed"), std::string::npos) << v.detail;
 }
 
+TEST(Verdict, ALostRankIsNamedByTheLibrarysWordsNotByTheOpsPeer) {
+  const Scenario s = deadlock_of_ranks_1_and_2();
+  RunLog log;
+  Judge how;
+  how.collie_core = false;
+  ProcessFault f;
+  f.rank = 0;
+  f.before_op = 2;
+  f.text = "crash:rank=0,op=2";
+  how.process_faults = {f};
+  RunResult r;
+  r.ranks.resize(3);
+  r.ranks[0].crashed = true;
+  r.ranks[2].finished = true;
+  r.ranks[1].finished = true;
+  auto fails_with = [&](const std::string& text) {
+    r.ranks[1].error = std::make_exception_ptr(std::runtime_error(text));
+    std::string report;
+    for (const auto& line : judge(s, r, log, how).fault_report) report += line + "\n";
+    return report;
+  };
+  EXPECT_NE(fails_with("rank 1: recv #1 on world from rank 0 (tag 0, float32 x 4): RuntimeError: Connection reset by peer")
+                .find("[does not name the lost rank]"),
+            std::string::npos);
+  EXPECT_NE(fails_with("rank 1: recv #1 on world from rank 0 (tag 0, float32 x 4): RuntimeError: lost rank 0")
+                .find("[names the lost rank]"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace collie::scenario
