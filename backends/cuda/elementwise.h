@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define COLLIE_HD __host__ __device__ __forceinline__
@@ -27,26 +28,16 @@ namespace collie::cuda {
 // the core, so that nvcc compiles it alone).
 enum class Op : int { kSum = 0, kProduct, kMin, kMax, kBand, kBor, kBxor, kAvg };
 
-COLLIE_HD std::uint32_t float_bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
+// std::bit_cast for host and device code (nvcc compiles this header as C++17).
+template <typename To, typename From>
+COLLIE_HD To bit_copy(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_copy between types of one size");
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
 }
-COLLIE_HD float bits_float(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-COLLIE_HD std::uint64_t double_bits(double f) {
-  std::uint64_t u;
-  std::memcpy(&u, &f, 8);
-  return u;
-}
-COLLIE_HD double bits_double(std::uint64_t u) {
-  double f;
-  std::memcpy(&f, &u, 8);
-  return f;
-}
+COLLIE_HD std::uint32_t float_bits(float f) { return bit_copy<std::uint32_t>(f); }
+COLLIE_HD float bits_float(std::uint32_t u) { return bit_copy<float>(u); }
 
 // ---- float16 and bfloat16, round to nearest even ------------------------
 
@@ -107,23 +98,22 @@ COLLIE_HD std::uint16_t float_to_bf16(float f) {
 // ---- one combination ----------------------------------------------------
 
 COLLIE_HD float canonical(float r) { return r != r ? bits_float(0x7fc00000u) : r; }
-COLLIE_HD double canonical(double r) { return r != r ? bits_double(0x7ff8000000000000ull) : r; }
+COLLIE_HD double canonical(double r) { return r != r ? bit_copy<double>(std::uint64_t{0x7ff8000000000000ull}) : r; }
 
 template <typename F>
 COLLIE_HD F float_combine(F a, F b, Op op) {
+  using Bits = std::conditional_t<sizeof(F) == 8, std::uint64_t, std::uint32_t>;
   switch (op) {
     case Op::kSum:
     case Op::kAvg: return canonical(a + b);
     case Op::kProduct: return canonical(a * b);
     case Op::kMin:
       if (a != a || b != b) return canonical(a != a ? a : b);
-      if (a == b) return sizeof(F) == 8 ? F(bits_double(double_bits(double(a)) | double_bits(double(b))))
-                                        : F(bits_float(float_bits(float(a)) | float_bits(float(b))));
+      if (a == b) return bit_copy<F>(bit_copy<Bits>(a) | bit_copy<Bits>(b));  // -0.0 below +0.0
       return b < a ? b : a;
     case Op::kMax:
       if (a != a || b != b) return canonical(a != a ? a : b);
-      if (a == b) return sizeof(F) == 8 ? F(bits_double(double_bits(double(a)) & double_bits(double(b))))
-                                        : F(bits_float(float_bits(float(a)) & float_bits(float(b))));
+      if (a == b) return bit_copy<F>(bit_copy<Bits>(a) & bit_copy<Bits>(b));  // +0.0 above -0.0
       return a < b ? b : a;
     default: return a;  // bitwise ops are refused for floating dtypes before they get here
   }
