@@ -108,19 +108,27 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   const std::function<Task<void>(Dist&)> as_dist = [&program](Dist& d) { return program(static_cast<Communicator&>(d)); };
   for (std::size_t r = 0; r < n; ++r) programs_->spawn(run_rank(as_dist, *comms_[r], res.ranks[r], finished));
   Transport& exec = comms_[0]->transport();
+  auto all_finished_or_crashed = [&] {
+    for (std::size_t r = 0; r < n; ++r)
+      if (!res.ranks[r].finished && !(context.crashed && context.crashed(static_cast<int>(r)))) return false;
+    return true;
+  };
   bool stuck = false;
   try {
     // Done when every rank finished or crashed (a crashed rank's program
-    // never resumes again).
+    // never resumes again). Crashes are counted only when a rank finished
+    // since the last count, not on every turn of the executor: a rank that
+    // crashes after all the others finished ends the run through the
+    // executor's report that nothing can move (below).
+    std::size_t counted_at = 0;  // `finished` when crashes were last counted
     auto done = [&] {
       if (finished == n) return true;
-      if (!context.crashed) return false;
-      std::size_t gone = 0;
-      for (std::size_t r = 0; r < n; ++r) gone += res.ranks[r].finished || context.crashed(static_cast<int>(r)) ? 1 : 0;
-      return gone == n;
+      if (!context.crashed || finished == counted_at) return false;
+      counted_at = finished;
+      return all_finished_or_crashed();
     };
     exec.run_until(done, std::nullopt);
-    if (!done()) {
+    if (finished != n && !all_finished_or_crashed()) {
       // No deadline was given: returning early breaks the executor's
       // contract. Blame the transport, and say what the ranks waited for.
       std::string unfinished;
@@ -134,11 +142,11 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
     }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kDeadlock) throw;
-    res.deadlocked = true;
-    stuck = true;
+    // Nothing waits when only crashed ranks never finished: no deadlock.
+    stuck = res.deadlocked = !all_finished_or_crashed();
     // A pending timer can still make progress (it fails an op): a
     // deadlock reported before it fired is the transport's fault.
-    for (std::size_t r = 0; r < n && res.transport_fault.empty(); ++r) {
+    for (std::size_t r = 0; stuck && r < n && res.transport_fault.empty(); ++r) {
       const Communicator& c = *comms_[r];
       if (c.timers_pending() == 0 || (context.crashed && context.crashed(static_cast<int>(r)))) continue;
       const auto when = c.earliest_timer();
