@@ -117,21 +117,24 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.kind = "scenario";
     p.world = s->world;
     p.replay = "collie run " + f + " --backend " + o.backend + flags;
-    if (processes && o.timeout_ns && s->timeout_ns == 0 && s->outcome.kind != scenario::Outcome::kOk &&
-        o.hang_window_ns > 0)
-      p.replay += " --timeout-us " + std::to_string(std::min(o.timeout_ns, o.hang_window_ns) / 1000);
-    p.run = [s, &o, &reg, &jobs, processes, frames_total] {
+    // Process backends: the suite's op timeout, unless the scenario sets its
+    // own; the hang window for one that expects a deadlock or an error.
+    Nanos timeout_ns = 0;
+    if (processes && o.timeout_ns && s->timeout_ns == 0) {
+      timeout_ns = o.timeout_ns;
+      if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0) {
+        timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
+        p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);
+      }
+    }
+    p.run = [s, &o, &reg, &jobs, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
       ro.registry = &reg;
       ro.processes = processes;
       ro.jobs = &jobs;
       ro.strict = o.strict;
-      if (processes && o.timeout_ns && s->timeout_ns == 0) {
-        ro.timeout_ns = o.timeout_ns;
-        if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0)
-          ro.timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
-      }
+      if (timeout_ns) ro.timeout_ns = timeout_ns;
       auto r = scenario::run_scenario(*s, ro);
       *frames_total += r.frames;
       Ran ran;
