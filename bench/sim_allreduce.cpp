@@ -1,7 +1,8 @@
 // The collie side of bench/sim_vs_smpi.sh: all_reduce of --bytes of float32
 // on --ranks simulated ranks, --iters times, with real data, on a platform
 // equivalent to the SMPI one (one rank per node, alpha 5 us, 12.5 GB/s).
-// Prints wall time, virtual time, events per second and peak memory.
+// Prints wall time, virtual time, events per second, peak memory and the
+// trace hash.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -54,9 +55,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("collie: ranks %d bytes %zu iters %d simulated_s %.6f wall_s %.3f events %llu events_per_s %.0f "
-              "peak_rss_mb %.1f check %.1f\n",
+              "peak_rss_mb %.1f check %.1f trace %016llx\n",
               ranks, bytes, iters, static_cast<double>(res.end_time) * 1e-9, wall,
               static_cast<unsigned long long>(res.events), static_cast<double>(res.events) / wall,
-              static_cast<double>(ru.ru_maxrss) / 1024.0, static_cast<double>(data[0].as<float>()[1]));
+              static_cast<double>(ru.ru_maxrss) / 1024.0, static_cast<double>(data[0].as<float>()[1]),
+              static_cast<unsigned long long>(res.trace_hash));
   return 0;
 }
