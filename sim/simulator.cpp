@@ -181,8 +181,7 @@ Simulator::~Simulator() = default;
 Transport& Simulator::transport(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
 
 void Simulator::push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame) {
-  heap_.push_back(Event{time, prng_.next(), order_++, kind, rank, ptr, frame});
-  std::push_heap(heap_.begin(), heap_.end(), EventLater{});
+  queue_.push(Event{time, prng_.next(), order_++, ptr, rank, frame, static_cast<std::uint8_t>(kind)});
 }
 
 void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
@@ -387,9 +386,10 @@ void Simulator::mix(std::uint64_t v) {
 void Simulator::process(const Event& e) {
   ++events_;
   const auto r = static_cast<std::size_t>(e.rank);
-  if (crashed_[r] && e.kind != EventKind::kDeliver) return;  // a crashed rank does nothing
+  const auto kind = static_cast<EventKind>(e.kind);
+  if (crashed_[r] && kind != EventKind::kDeliver) return;  // a crashed rank does nothing
   clocks_[r] = now_;
-  switch (e.kind) {
+  switch (kind) {
     case EventKind::kCrash: {
       int index = -1;
       for (std::size_t i = 0; i < plan_.crashes.size() && index < 0; ++i)
@@ -455,12 +455,15 @@ void Simulator::process(const Event& e) {
 // receiver, the first pending frame of one sender, chosen by the explorer
 // when several senders have frames pending.
 bool Simulator::pop_explored(Event& out) {
+  // The explorer's rules pick among every pending event: all of them out of
+  // the queue, the rest back in.
+  std::vector<Event> heap_ = queue_.take_all();
   Nanos t = heap_.front().time;
   for (const Event& e : heap_) t = std::min(t, e.time);
   std::size_t best = heap_.size();
   for (std::size_t i = 0; i < heap_.size(); ++i) {
     const Event& e = heap_[i];
-    if (e.time != t || e.kind == EventKind::kDeliver) continue;
+    if (e.time != t || static_cast<EventKind>(e.kind) == EventKind::kDeliver) continue;
     if (best == heap_.size() || e.order < heap_[best].order) best = i;
   }
   if (best == heap_.size()) {
@@ -491,9 +494,8 @@ bool Simulator::pop_explored(Event& out) {
     }
   }
   out = heap_[best];
-  heap_[best] = heap_.back();
-  heap_.pop_back();
-  std::make_heap(heap_.begin(), heap_.end(), EventLater{});
+  for (std::size_t i = 0; i < heap_.size(); ++i)
+    if (i != best) queue_.push(heap_[i]);
   return true;
 }
 
@@ -508,15 +510,15 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
     ~Reset() { b = false; }
   } reset{running_};
   while (!done()) {
-    if (heap_.empty() && deadline) {
+    if (queue_.empty() && deadline) {
       now_ = std::max(now_, *deadline);  // virtual time passes even when nothing happens
       return false;
     }
-    if (heap_.empty()) {
+    if (queue_.empty()) {
       throw Error(ErrorKind::kDeadlock, OpContext{},
                   "no event can run at t=" + std::to_string(now_) + "ns and the awaited op is not complete");
     }
-    if (deadline && heap_.front().time > *deadline) {
+    if (deadline && queue_.top().time > *deadline) {
       now_ = std::max(now_, *deadline);
       return false;
     }
@@ -524,9 +526,7 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
     if (explorer_) {
       pop_explored(e);
     } else {
-      std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
-      e = heap_.back();
-      heap_.pop_back();
+      e = queue_.pop();
     }
     now_ = e.time;
     process(e);

@@ -22,6 +22,7 @@
 
 #include "core/observer.h"
 #include "core/transport.h"
+#include "sim/event_queue.h"
 #include "sim/explorer.h"
 #include "sim/faults.h"
 #include "sim/network_model.h"
@@ -90,23 +91,10 @@ class Simulator final : public OpObserver {
  private:
   class Endpoint;
   friend class Endpoint;
+  // An Event's kind. Its ptr: the coroutine (kResume) or the send cookie
+  // (kSendComplete); its frame: the slot in frames_in_flight_ (kDeliver) or
+  // the crashed rank (kPeerLost).
   enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash, kPeerLost };
-  struct Event {
-    Nanos time;
-    std::uint64_t tiebreak;
-    std::uint64_t order;
-    EventKind kind;
-    std::int32_t rank;
-    void* ptr;            // coroutine address, or send cookie
-    std::uint32_t frame;  // slot in frames_in_flight_ (kPeerLost: the crashed rank)
-  };
-  struct EventLater {
-    bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      if (a.tiebreak != b.tiebreak) return a.tiebreak > b.tiebreak;
-      return a.order > b.order;
-    }
-  };
   struct InFlight {
     FrameHeader header;
     std::vector<std::byte> copy;        // small payloads are copied at post time
@@ -136,7 +124,7 @@ class Simulator final : public OpObserver {
   bool oversubscribed_ = false;
   Prng prng_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
-  std::vector<Event> heap_;
+  EventQueue queue_;
   std::uint64_t order_ = 0;
   Nanos now_ = 0;
   std::vector<Nanos> clocks_, nic_free_, cpu_free_;
