@@ -24,6 +24,44 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 
 }  // namespace
 
+std::size_t MessageEngine::Channels::slot_of(int peer) const {
+  // Fibonacci hashing: the peers of a butterfly differ in single bits.
+  const std::uint64_t h = static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) * 0x9e3779b97f4a7c15ull;
+  return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
+}
+
+const MessageEngine::Channels::Channel* MessageEngine::Channels::find(int peer) const {
+  if (slots_.empty()) return nullptr;
+  for (std::size_t i = slot_of(peer);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i].peer == peer) return &slots_[i];
+    if (slots_[i].peer < 0) return nullptr;
+  }
+}
+
+MessageEngine::Channels::Channel& MessageEngine::Channels::at(int peer) {
+  if (!slots_.empty()) {
+    for (std::size_t i = slot_of(peer);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].peer == peer) return slots_[i];
+      if (slots_[i].peer < 0) break;
+    }
+  }
+  if (4 * (used_ + 1) > 3 * slots_.size()) {
+    std::vector<Channel> old = std::move(slots_);
+    slots_.assign(old.empty() ? 8 : 2 * old.size(), Channel{});
+    for (const Channel& c : old) {
+      if (c.peer < 0) continue;
+      std::size_t i = slot_of(c.peer);
+      while (slots_[i].peer >= 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = c;
+    }
+  }
+  std::size_t i = slot_of(peer);
+  while (slots_[i].peer >= 0) i = (i + 1) & (slots_.size() - 1);
+  ++used_;
+  slots_[i].peer = peer;
+  return slots_[i];
+}
+
 MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
     : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
 
@@ -73,7 +111,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
         Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + lost_why_[spec.dst])));
     return w;
   }
-  h.channel_seq = out_seq_[spec.dst]++;
+  h.channel_seq = channels_.at(spec.dst).out_next++;
   const std::uint64_t id = next_send_id_++;
   PendingSend& ps = sends_[id];
   ps.buf = spec.buf;
@@ -187,7 +225,8 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
-      std::uint64_t& next = in_next_[h.src];
+      Channels::Channel& channel = channels_.at(h.src);
+      std::uint64_t& next = channel.in_next;
       if (h.channel_seq != next) {
         if (h.channel_seq < next)
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
@@ -202,14 +241,16 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
       }
       ++next;
       process_in_order(h, payload);
-      // Frames that were waiting for this one.
+      // Frames that were waiting for this one. (`channel` may have moved:
+      // process_in_order() can send to a new peer.)
+      if (early_.empty()) return;
       auto eit = early_.find(h.src);
       if (eit == early_.end()) return;
       auto& q = eit->second;
-      while (!q.empty() && q.begin()->first == in_next_[h.src]) {
+      while (!q.empty() && q.begin()->first == channels_.at(h.src).in_next) {
         StoredFrame f = std::move(q.begin()->second);
         q.erase(q.begin());
-        ++in_next_[h.src];
+        ++channels_.at(h.src).in_next;
         process_in_order(f.header, f.payload);
       }
       if (q.empty()) early_.erase(h.src);
@@ -458,23 +499,39 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
 
 void MessageEngine::end_collective(std::uint32_t context, std::uint64_t seq) { active_.erase({context, seq}); }
 
+namespace {
+// Where `context` is or would be in a list sorted by context.
+template <typename List>
+auto context_position(List& contexts, std::uint32_t context) {
+  return std::lower_bound(contexts.begin(), contexts.end(), context,
+                          [](const auto& k, std::uint32_t c) { return k.context < c; });
+}
+}  // namespace
+
+const MessageEngine::KnownContext* MessageEngine::known(std::uint32_t context) const {
+  auto it = context_position(contexts_, context);
+  return it != contexts_.end() && it->context == context ? &*it : nullptr;
+}
+
 void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name) {
-  contexts_[context] = KnownContext{group_digest, std::move(group_name)};
+  auto it = context_position(contexts_, context);
+  if (it != contexts_.end() && it->context == context) *it = KnownContext{context, group_digest, std::move(group_name)};
+  else contexts_.insert(it, KnownContext{context, group_digest, std::move(group_name)});
   for (const StoredFrame& f : unexpected_) {
     if (f.header.context == context && !check_context(f.header)) return;
   }
 }
 
 bool MessageEngine::check_context(const FrameHeader& h) {
-  auto it = contexts_.find(h.context);
-  if (it == contexts_.end() || it->second.digest == h.group_digest) return true;
-  OpContext ctx{rank_, "", it->second.group, -1, {h.src}};
+  const KnownContext* k = known(h.context);
+  if (!k || k->digest == h.group_digest) return true;
+  OpContext ctx{rank_, "", k->group, -1, {h.src}};
   auto err = std::make_exception_ptr(Error(
       ErrorKind::kGroupMismatch, ctx,
       "rank " + std::to_string(h.src) + " sent " +
           (h.fp.op == CollectiveKind::kNone ? std::string("a point-to-point message") : "part of " + describe_call(h.fp)) +
           " on context " + std::to_string(h.context) + ", which rank " + std::to_string(rank_) + " assigned to " +
-          it->second.group +
+          k->group +
           ", but rank " + std::to_string(h.src) +
           "'s group has other members: the ranks created their groups in different orders (every rank must call "
           "new_group for every group, in the same order)"));
@@ -623,8 +680,8 @@ std::vector<MessageEngine::HeldForOrder> MessageEngine::held_for_order() const {
     if (q.empty()) continue;
     HeldForOrder h;
     h.src = src;
-    const auto next = in_next_.find(src);
-    h.missing_seq = next == in_next_.end() ? 0 : next->second;
+    const Channels::Channel* c = channels_.find(src);
+    h.missing_seq = c ? c->in_next : 0;
     for (const auto& [seq, f] : q) h.held.push_back(f.header);
     out.push_back(std::move(h));
   }

@@ -222,11 +222,33 @@ class MessageEngine final : public FrameSink {
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
   void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
 
+  // This rank's channels: per peer, the next channel_seq to send to it and
+  // the next one expected from it (0 for a peer never talked to). Every
+  // frame looks its peer up, and a rank talks to few peers (log n for the
+  // trees and butterflies), so: one array, open addressing on the peer's
+  // rank, linear probing, at most 3/4 full -- no node per peer.
+  class Channels {
+   public:
+    struct Channel {
+      std::int32_t peer = -1;  // -1: a free slot
+      std::uint64_t out_next = 0;
+      std::uint64_t in_next = 0;
+    };
+    // The channel of `peer` (>= 0), made on first use.
+    Channel& at(int peer);
+    // The channel of `peer`, or null if it was never used.
+    const Channel* find(int peer) const;
+
+   private:
+    std::size_t slot_of(int peer) const;
+    std::vector<Channel> slots_;  // capacity a power of two, or empty
+    std::size_t used_ = 0;
+  };
+
   Transport& t_;
   const int rank_;
   const std::size_t eager_threshold_;
-  std::unordered_map<int, std::uint64_t> out_seq_;  // next channel_seq per destination
-  std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
+  Channels channels_;
   std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
   std::uint64_t frames_received_ = 0;
@@ -244,10 +266,13 @@ class MessageEngine final : public FrameSink {
            PoolAllocator<std::pair<const std::pair<std::uint32_t, std::uint64_t>, ActiveCollective>>>
       active_;
   struct KnownContext {
+    std::uint32_t context;
     std::uint64_t digest;
     std::string group;
   };
-  std::unordered_map<std::uint32_t, KnownContext> contexts_;
+  // Sorted by context (groups are made in order, so this only appends).
+  std::vector<KnownContext> contexts_;
+  const KnownContext* known(std::uint32_t context) const;
   std::set<int> lost_peers_;
   std::map<int, std::string> lost_why_;
   SpawnRegistry spawned_;
