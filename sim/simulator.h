@@ -51,7 +51,7 @@ class Simulator final : public OpObserver {
 
   Nanos now() const { return now_; }
   // Virtual time of rank r's latest event.
-  Nanos rank_clock(int r) const { return clocks_[static_cast<std::size_t>(r)]; }
+  Nanos rank_clock(int r) const;
   std::uint64_t trace_hash() const { return hash_; }
   std::uint64_t events_processed() const { return events_; }
   std::uint64_t frames_delivered() const { return frames_; }
@@ -60,7 +60,7 @@ class Simulator final : public OpObserver {
   const FaultPlan& faults() const { return plan_; }
   // What the fault plan did, in order.
   const std::vector<FaultRecord>& fault_log() const { return records_; }
-  bool crashed(int r) const { return crashed_[static_cast<std::size_t>(r)]; }
+  bool crashed(int r) const;
   // Rank r's clock (skewed if a ClockSkew says so) at global time t.
   Nanos local_time(int r, Nanos t) const;
 
@@ -123,11 +123,12 @@ class Simulator final : public OpObserver {
   // cpu_bound: nodes run more ranks than cores (the model's time slicing).
   bool oversubscribed_ = false;
   Prng prng_;
-  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::vector<Endpoint> endpoints_;  // by rank; never reallocated (transport() hands out references)
+  Endpoint& ep(int rank);
+  const Endpoint& ep(int rank) const;
   EventQueue queue_;
   std::uint64_t order_ = 0;
   Nanos now_ = 0;
-  std::vector<Nanos> clocks_, nic_free_, cpu_free_;
   std::vector<std::vector<Nanos>> core_free_;  // cpu_bound with cores_per_node: per node, per core
   // cpu_bound: the earliest start at or after `t` of a `dur`-long job on
   // rank r's node (taking the core that frees first).
@@ -139,11 +140,12 @@ class Simulator final : public OpObserver {
   bool running_ = false;
   FaultPlan plan_;
   std::vector<std::string> fault_names_;  // plan_.describe(), for records
-  std::vector<bool> crashed_;
-  std::vector<double> slow_;              // per rank
-  std::vector<char> out_of_cache_;        // per rank: its last received frame's op did not fit the caches
   bool out_of_cache(const FrameHeader& h) const;
-  std::vector<double> skew_rate_, skew_offset_ns_;
+  struct Skew {
+    double rate = 1.0;
+    double offset_ns = 0.0;
+  };
+  std::vector<Skew> skews_;  // by rank; empty when no rank's clock is skewed
   std::map<std::tuple<std::size_t, int, int>, std::uint64_t> nth_counts_;
   std::vector<FaultRecord> records_;
   std::unique_ptr<TraceRecorder> trace_;
