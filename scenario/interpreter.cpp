@@ -215,7 +215,12 @@ struct Interpreter::State {
         continue;
       }
       check_conflicts(step, step.peer && peer(step) == rank);
-      co_await execute(step);
+      if (step.kind == StepKind::kWait) {
+        for (const auto& h : step.handles) co_await finish(handles[h]);
+        continue;
+      }
+      Started op = execute(step);
+      if (op.work.state()) co_await launch(step, std::move(op.work), std::move(op.done));
     }
     // Ops started asynchronously and never waited for finish here.
     for (auto& [name, h] : handles) co_await finish(h);
@@ -307,7 +312,17 @@ struct Interpreter::State {
     return v;
   }
 
-  Task<void> execute(const Step& step) {
+  // What execute() started: the op's Work (none for a step that is done
+  // when execute() returns) and what records its outputs once it completes.
+  struct Started {
+    Work work;
+    std::function<void()> done;
+  };
+
+  // Starts `step` (anything but a wait). Not a coroutine: its locals, those
+  // of every kind of step, are gone while the op runs -- a coroutine frame
+  // holding them all was ~3 KB per rank for the whole run.
+  Started execute(const Step& step) {
     CollectiveOptions o{step.algorithm, step.timeout_ns, !step.handle.empty()};
     const Group g = group(step);
     const bool member = is_member(step);
@@ -319,8 +334,7 @@ struct Interpreter::State {
         const int tag = static_cast<int>(step.tag.eval(vars()));
         if (recording() && member) log.records.sends[{rank, dst, gname(step), tag}].push_back(clone(t));
         Work w = step.kind == StepKind::kSend ? d.send(t, dst, tag, g) : d.isend(t, dst, tag, g);
-        co_await launch(step, std::move(w), {});
-        co_return;
+        return {std::move(w), {}};
       }
       case StepKind::kRecv:
       case StepKind::kIrecv: {
@@ -341,12 +355,10 @@ struct Interpreter::State {
             rec->recvs.push_back(check::RecvRecord{me, gn, tag, wc.source_rank(), order, clone(*tp), where});
           };
         }
-        co_await launch(step, std::move(w), std::move(done));
-        co_return;
+        return {std::move(w), std::move(done)};
       }
       case StepKind::kWait:
-        for (const auto& h : step.handles) co_await finish(handles[h]);
-        co_return;
+        break;  // run() waits
       case StepKind::kBroadcast: {
         Tensor& t = tensors[step.tensor];
         const int root = peer(step);
@@ -354,23 +366,20 @@ struct Interpreter::State {
         if (member)
           done = record_collective(step, root, root == rank ? std::vector<const Tensor*>{&t} : std::vector<const Tensor*>{},
                                    {&t});
-        co_await launch(step, d.broadcast(t, root, g, o), std::move(done));
-        co_return;
+        return {d.broadcast(t, root, g, o), std::move(done)};
       }
       case StepKind::kReduce: {
         Tensor& t = tensors[step.tensor];
         const int root = peer(step);
         std::function<void()> done;
         if (member) done = record_collective(step, root, {&t}, {&t});
-        co_await launch(step, d.reduce(t, root, step.op, g, o), std::move(done));
-        co_return;
+        return {d.reduce(t, root, step.op, g, o), std::move(done)};
       }
       case StepKind::kAllReduce: {
         Tensor& t = tensors[step.tensor];
         std::function<void()> done;
         if (member) done = record_collective(step, -1, {&t}, {&t});
-        co_await launch(step, d.all_reduce(t, step.op, g, o), std::move(done));
-        co_return;
+        return {d.all_reduce(t, step.op, g, o), std::move(done)};
       }
       case StepKind::kScatter: {
         Tensor& t = tensors[step.tensor];
@@ -380,8 +389,7 @@ struct Interpreter::State {
         std::vector<TensorView> v = is_root ? views(l) : std::vector<TensorView>{};
         std::function<void()> done;
         if (member) done = record_collective(step, root, is_root ? ptrs(l) : std::vector<const Tensor*>{}, {&t});
-        co_await launch(step, d.scatter(t, root, v, g, o), std::move(done));
-        co_return;
+        return {d.scatter(t, root, v, g, o), std::move(done)};
       }
       case StepKind::kGather: {
         Tensor& t = tensors[step.tensor];
@@ -391,8 +399,7 @@ struct Interpreter::State {
         std::vector<TensorView> v = is_root ? views(l) : std::vector<TensorView>{};
         std::function<void()> done;
         if (member) done = record_collective(step, root, {&t}, is_root ? ptrs(l) : std::vector<const Tensor*>{});
-        co_await launch(step, d.gather(t, root, v, g, o), std::move(done));
-        co_return;
+        return {d.gather(t, root, v, g, o), std::move(done)};
       }
       case StepKind::kAllGather: {
         Tensor& t = tensors[step.tensor];
@@ -400,8 +407,7 @@ struct Interpreter::State {
         std::vector<TensorView> v = views(l);
         std::function<void()> done;
         if (member) done = record_collective(step, -1, {&t}, ptrs(l));
-        co_await launch(step, d.all_gather(v, t, g, o), std::move(done));
-        co_return;
+        return {d.all_gather(v, t, g, o), std::move(done)};
       }
       case StepKind::kAllGatherIntoTensor: {
         Tensor& t = tensors[step.tensor];
@@ -413,8 +419,7 @@ struct Interpreter::State {
               step, -1, [&] { return std::vector<Tensor>{clone(t)}; },
               [&t, &out] { return cut(out, std::vector<std::size_t>(t.count() ? out.count() / t.count() : 0, t.count())); });
         }
-        co_await launch(step, d.all_gather_into_tensor(out, t, g, o), std::move(done));
-        co_return;
+        return {d.all_gather_into_tensor(out, t, g, o), std::move(done)};
       }
       case StepKind::kReduceScatter: {
         Tensor& out = tensors[step.output];
@@ -422,8 +427,7 @@ struct Interpreter::State {
         std::vector<TensorView> v = views(l);
         std::function<void()> done;
         if (member) done = record_collective(step, -1, ptrs(l), {&out});
-        co_await launch(step, d.reduce_scatter(out, v, step.op, g, o), std::move(done));
-        co_return;
+        return {d.reduce_scatter(out, v, step.op, g, o), std::move(done)};
       }
       case StepKind::kReduceScatterTensor: {
         Tensor& t = tensors[step.tensor];
@@ -436,8 +440,7 @@ struct Interpreter::State {
           done = record_collective_as(
               step, -1, [&] { return cut(t, blocks); }, [&out] { return std::vector<Tensor>{clone(out)}; });
         }
-        co_await launch(step, d.reduce_scatter_tensor(out, t, step.op, g, o), std::move(done));
-        co_return;
+        return {d.reduce_scatter_tensor(out, t, step.op, g, o), std::move(done)};
       }
       case StepKind::kAllToAll: {
         auto& outs = lists[step.output];
@@ -445,8 +448,7 @@ struct Interpreter::State {
         std::vector<TensorView> ov = views(outs), iv = views(ins);
         std::function<void()> done;
         if (member) done = record_collective(step, -1, ptrs(ins), ptrs(outs));
-        co_await launch(step, d.all_to_all(ov, iv, g, o), std::move(done));
-        co_return;
+        return {d.all_to_all(ov, iv, g, o), std::move(done)};
       }
       case StepKind::kAllToAllSingle: {
         Tensor& t = tensors[step.tensor];
@@ -467,24 +469,21 @@ struct Interpreter::State {
           done = record_collective_as(step, -1, [&] { return cut(t, in_e); }, [&out, out_e] { return cut(out, out_e); });
         // Without sizes torch cuts evenly; the seam is given none either.
         const std::vector<std::size_t> none;
-        co_await launch(step,
-                        d.all_to_all_single(out, t, step.output_splits.given() ? out_e : none,
-                                            step.input_splits.given() ? in_e : none, g, o),
-                        std::move(done));
-        co_return;
+        return {d.all_to_all_single(out, t, step.output_splits.given() ? out_e : none,
+                                    step.input_splits.given() ? in_e : none, g, o),
+                std::move(done)};
       }
       case StepKind::kBarrier: {
         std::function<void()> done;
         if (member) done = record_collective(step, -1, {}, {});
-        co_await launch(step, d.barrier(g, o), std::move(done));
-        co_return;
+        return {d.barrier(g, o), std::move(done)};
       }
       case StepKind::kNewGroup:
         groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
-        co_return;
+        return {};
       case StepKind::kPrint:
         log.output.push_back(OutputLine{rank, d.executor().now(), format_text(step)});
-        co_return;
+        return {};
       case StepKind::kUpdate:
         for_each_tensor(step.tensor, [&](Tensor& t, int j) {
           auto v = vars();
@@ -495,11 +494,12 @@ struct Interpreter::State {
             store(t, i, step.value.eval(v), step.value, v);
           }
         });
-        co_return;
+        return {};
       case StepKind::kExpect:
         expect(step);
-        co_return;
+        return {};
     }
+    return {};
   }
 
   template <typename F>
