@@ -27,28 +27,38 @@ Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, Reduc
       int peer;
       std::size_t keep_lo, keep_hi, give_lo, give_hi;
     };
-    std::vector<Level> levels;
-    std::size_t lo = 0, hi = t.count;
+    // The split of reduce-scatter step `step` (mask pof2/2 >> step): the
+    // ranges are replayed from the whole tensor rather than kept per step
+    // (a vector of log2(p) of them was ~1 KiB per rank for the whole call).
+    const auto level = [&](int step) {
+      std::size_t lo = 0, hi = t.count;
+      Level lv{};
+      for (int s = 0, mask = f.pof2 / 2; s <= step; ++s, mask >>= 1) {
+        const int new_peer = f.new_rank ^ mask;
+        const std::size_t mid = lo + (hi - lo) / 2;
+        lv = f.new_rank > new_peer ? Level{f.real_rank(new_peer), mid, hi, lo, mid}
+                                   : Level{f.real_rank(new_peer), lo, mid, mid, hi};
+        lo = lv.keep_lo;
+        hi = lv.keep_hi;
+      }
+      return lv;
+    };
+    int levels = 0;
+    for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1) ++levels;
     int step = 0;
-    for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1, ++step) {
+    for (; step < levels; ++step) {
       c.step("reduce_scatter", step);
-      const int new_peer = f.new_rank ^ mask;
-      const int peer = f.real_rank(new_peer);
-      const std::size_t mid = lo + (hi - lo) / 2;
-      Level lv{peer, lo, mid, mid, hi};
-      if (f.new_rank > new_peer) lv = Level{peer, mid, hi, lo, mid};
-      Work s = c.send(peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
-      Work rv = c.recv_reduce(peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo), op);
+      const Level lv = level(step);
+      Work s = c.send(lv.peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
+      Work rv = c.recv_reduce(lv.peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo), op);
       co_await s;
       co_await rv;
-      levels.push_back(lv);
-      lo = lv.keep_lo;
-      hi = lv.keep_hi;
     }
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it, ++step) {
-      c.step("all_gather", step - static_cast<int>(levels.size()));
-      Work s = c.send(it->peer, kStepTag + step, t.slice(it->keep_lo, it->keep_hi - it->keep_lo));
-      Work rv = c.recv(it->peer, kStepTag + step, t.slice(it->give_lo, it->give_hi - it->give_lo));
+    for (int back = levels - 1; back >= 0; --back, ++step) {
+      c.step("all_gather", step - levels);
+      const Level lv = level(back);
+      Work s = c.send(lv.peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo));
+      Work rv = c.recv(lv.peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
       co_await s;
       co_await rv;
     }
