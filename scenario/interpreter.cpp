@@ -179,7 +179,16 @@ struct Interpreter::State {
     log.failures.push_back(step.where.str() + ": rank " + std::to_string(rank) + ": " + what);
   }
 
-  Task<void> run() {
+  // What execute() started: the op's Work (none for a step that is done
+  // when execute() returns) and what records its outputs once it completes.
+  struct Started {
+    Work work;
+    std::function<void()> done;
+  };
+
+  // Makes this rank's tensors and groups and returns its program. Not part
+  // of run(): a coroutine's frame keeps every local for its whole life.
+  const std::vector<Step>& prepare() {
     for (const TensorSpec& t : s.tensors) {
       if (t.list) {
         const int n = static_cast<int>(t.list->eval(vars()));
@@ -207,7 +216,11 @@ struct Interpreter::State {
       static const std::vector<Step> kNone;
       prog = it == s.programs.end() ? &kNone : &it->second;
     }
-    for (const Step& step : *prog) {
+    return *prog;
+  }
+
+  Task<void> run() {
+    for (const Step& step : prepare()) {
       if (!applies(step)) continue;
       if (timing_only && (step.kind == StepKind::kPrint || step.kind == StepKind::kExpect ||
                           step.kind == StepKind::kUpdate)) {
@@ -220,7 +233,13 @@ struct Interpreter::State {
         continue;
       }
       Started op = execute(step);
-      if (op.work.state()) co_await launch(step, std::move(op.work), std::move(op.done));
+      if (!op.work.state()) continue;
+      if (!step.handle.empty()) {
+        keep(step, std::move(op));
+        continue;
+      }
+      co_await op.work;
+      if (op.done) op.done();
     }
     // Ops started asynchronously and never waited for finish here.
     for (auto& [name, h] : handles) co_await finish(h);
@@ -252,14 +271,11 @@ struct Interpreter::State {
     }
   }
 
-  Task<void> launch(const Step& step, Work w, std::function<void()> on_complete) {
-    Handle h{std::move(w), std::move(on_complete), false, {}, {}};
-    if (!step.handle.empty()) {
-      uses(step, step.peer && peer(step) == rank, h.reads, h.writes);
-      handles[step.handle] = std::move(h);
-      co_return;
-    }
-    co_await finish(h);
+  // Keeps a started op under its step's handle, for a later wait.
+  void keep(const Step& step, Started op) {
+    Handle h{std::move(op.work), std::move(op.done), false, {}, {}};
+    uses(step, step.peer && peer(step) == rank, h.reads, h.writes);
+    handles[step.handle] = std::move(h);
   }
 
   // Records the inputs of a collective call and returns the callback that
@@ -311,13 +327,6 @@ struct Interpreter::State {
     for (const Tensor& t : l) v.push_back(&t);
     return v;
   }
-
-  // What execute() started: the op's Work (none for a step that is done
-  // when execute() returns) and what records its outputs once it completes.
-  struct Started {
-    Work work;
-    std::function<void()> done;
-  };
 
   // Starts `step` (anything but a wait). Not a coroutine: its locals, those
   // of every kind of step, are gone while the op runs -- a coroutine frame
