@@ -13,15 +13,15 @@
 // its earliest time, whose events move to the small heap. Each event moves
 // down at most 64 buckets in its life, usually one or two.
 //
-// Not thread-safe. Memory: the events, plus the buckets' spare capacity
-// (a bucket keeps up to kKeptCapacity events' worth when it empties, so
-// the steady state of a small world allocates nothing, and a large world
-// does not hold every bucket's high-water mark at once).
+// Not thread-safe. Memory: the most events ever pending at once, in 4 KiB
+// chunks, plus one partly filled chunk per bucket; kept until destruction,
+// so the steady state allocates nothing.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/executor.h"
@@ -67,13 +67,21 @@ class EventQueue {
   // earliest time into now_, which becomes the current time.
   void refill();
 
-  // A bucket emptied by refill() keeps its memory up to this many events.
-  static constexpr std::size_t kKeptCapacity = 4096;
+  // A bucket is a list of chunks, the first one being filled; chunks come
+  // from one free list, so events moving down never reallocate anything.
+  struct Chunk {
+    static constexpr std::uint32_t kEvents = 84;  // ~4 KiB
+    Chunk* next = nullptr;
+    std::uint32_t count = 0;
+    Event events[kEvents];
+  };
+  void append(std::size_t bucket, const Event& e);
 
   std::vector<Event> now_;  // a heap (by runs_before, earliest at front); times <= current_
   std::uint64_t current_ = 0;  // key of the current time; every bucketed event's key is above it
-  std::array<std::vector<Event>, 65> buckets_;
-  std::size_t bucketed_ = 0;
+  std::array<Chunk*, 65> buckets_{};
+  Chunk* spare_ = nullptr;                      // free chunks
+  std::vector<std::unique_ptr<Chunk>> chunks_;  // every chunk ever made (the high-water mark)
   std::size_t size_ = 0;
 };
 
