@@ -85,8 +85,10 @@ const Simulator::Endpoint& Simulator::ep(int rank) const { return endpoints_[sta
 Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, FaultPlan faults)
     : world_size_(world_size), seed_(seed), model_(model), prng_(seed), plan_(std::move(faults)) {
   const auto n = static_cast<std::size_t>(world_size);
+  if (world_size >= kHugePagesFromRanks) huge_pages_ = std::make_unique<HeapHugePages>();
   endpoints_.reserve(n);
   for (int r = 0; r < world_size; ++r) endpoints_.emplace_back(*this, r);
+  if (huge_pages_) HeapHugePages::advise(endpoints_.data(), n * sizeof(Endpoint));
   const int per_node = model_.ranks_per_node > 0 ? std::min(model_.ranks_per_node, world_size) : world_size;
   oversubscribed_ = model_.cpu_bound && model_.cores_per_node > 0 && per_node > model_.cores_per_node;
   // Time slicing slows every rank of an oversubscribed node's CPU work, as a
@@ -394,6 +396,24 @@ void Simulator::mix(std::uint64_t v) {
   hash_ *= 0x100000001b3ull;
 }
 
+void Simulator::prefetch(const Event& e) const {
+  // At 10^5 ranks an event's rank, frame and coroutine are out of every
+  // cache; asking for them one event ahead overlaps those misses with the
+  // current event's work. (Only a hint: it reads and changes nothing.)
+  __builtin_prefetch(&endpoints_[static_cast<std::size_t>(e.rank)]);
+  switch (static_cast<EventKind>(e.kind)) {
+    case EventKind::kDeliver: {
+      const auto* f = reinterpret_cast<const char*>(&frames_in_flight_[e.frame]);
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + 64);
+      __builtin_prefetch(f + 128);
+      break;
+    }
+    case EventKind::kResume: __builtin_prefetch(e.ptr); break;
+    default: break;
+  }
+}
+
 void Simulator::process(const Event& e) {
   ++events_;
   Endpoint& at = ep(e.rank);
@@ -538,9 +558,11 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
       pop_explored(e);
     } else {
       e = queue_.pop();
+      if (!queue_.empty()) prefetch(queue_.top());
     }
     now_ = e.time;
     process(e);
+    if (huge_pages_ && (events_ & 1023) == 0) huge_pages_->grew();
   }
   return true;
 }

@@ -25,6 +25,7 @@
 #include "sim/event_queue.h"
 #include "sim/explorer.h"
 #include "sim/faults.h"
+#include "sim/huge_pages.h"
 #include "sim/network_model.h"
 #include "sim/prng.h"
 #include "sim/trace.h"
@@ -91,6 +92,8 @@ class Simulator final : public OpObserver {
  private:
   class Endpoint;
   friend class Endpoint;
+  // Worlds from this size on run with the heap on huge pages.
+  static constexpr int kHugePagesFromRanks = 8192;
   // An Event's kind. Its ptr: the coroutine (kResume) or the send cookie
   // (kSendComplete); its frame: the slot in frames_in_flight_ (kDeliver) or
   // the crashed rank (kPeerLost).
@@ -115,6 +118,7 @@ class Simulator final : public OpObserver {
   double sample_delay_ns(const MessageFault& f);
   void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);
   void process(const Event& e);
+  void prefetch(const Event& e) const;
   void mix(std::uint64_t v);
 
   const int world_size_;
@@ -153,6 +157,8 @@ class Simulator final : public OpObserver {
   Explorer* explorer_ = nullptr;
   bool timing_only_ = false;
   bool pop_explored(Event& out);
+  // Large worlds: the heap on transparent huge pages (sim/huge_pages.h).
+  std::unique_ptr<HeapHugePages> huge_pages_;
 };
 
 }  // namespace collie::sim
