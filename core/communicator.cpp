@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <sstream>
 
 #include "core/algorithms/algorithms.h"
@@ -17,14 +15,6 @@ std::string describe_tensor(const TensorView& t) {
   return std::string(dtype_name(t.dtype)) + " x " + std::to_string(t.count);
 }
 
-std::string group_name(int id, const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "group " << id << " {";
-  for (std::size_t i = 0; i < ranks.size(); ++i) os << (i ? "," : "") << ranks[i];
-  os << "}";
-  return os.str();
-}
-
 // Group rank of `global` in g, -1 if it is not a member.
 int index_in(const GroupState& g, int global) {
   auto it = std::lower_bound(g.ranks().begin(), g.ranks().end(), global);
@@ -33,45 +23,12 @@ int index_in(const GroupState& g, int global) {
 
 }  // namespace
 
-std::uint64_t group_digest(const std::vector<int>& sorted_ranks) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(sorted_ranks.size());
-  for (int r : sorted_ranks) mix(static_cast<std::uint64_t>(r));
-  return h;
-}
-
-std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest) {
-  // Interned per world size: a simulated job of n ranks holds one list of n
-  // ranks, not n of them. Guarded because in-process TCP ranks are threads.
-  static std::mutex mu;
-  static std::map<int, std::pair<std::weak_ptr<const std::vector<int>>, std::uint64_t>> interned;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& [weak, d] = interned[world_size];
-  auto list = weak.lock();
-  if (!list) {
-    auto fresh = std::make_shared<std::vector<int>>(static_cast<std::size_t>(world_size));
-    for (int i = 0; i < world_size; ++i) (*fresh)[static_cast<std::size_t>(i)] = i;
-    d = group_digest(*fresh);
-    list = std::move(fresh);
-    weak = list;
-  }
-  *digest = d;
-  return list;
-}
-
-int Group::group_rank_of(int global_rank) const { return index_in(*s_, global_rank); }
-
 struct Communicator::CollectiveCall {
   std::string name;
   GroupState* group = nullptr;
   Fingerprint fp;
   Nanos timeout_ns = 0;
+  bool wait_all_ranks = false;  // monitored_barrier
 };
 
 namespace {
@@ -98,6 +55,22 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
   std::vector<int> peers;
   const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info.seq), &peers)
                                 : engine.describe_waits(w, &peers);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  if (collective && info.fp.op == CollectiveKind::kMonitoredBarrier && info.step_phase &&
+      std::string_view(info.step_phase) == algorithms::kMonitorWaitsPhase && !peers.empty()) {
+    // torch's monitored_barrier names the first member that did not
+    // arrive, or every one with wait_all_ranks.
+    if (!info.wait_all_ranks) peers.resize(1);
+    std::string ranks;
+    for (std::size_t i = 0; i < peers.size(); ++i) ranks += (i ? ", " : "") + std::to_string(peers[i]);
+    auto err = std::make_exception_ptr(
+        Error(ErrorKind::kTimeout, info.context(peers),
+              (peers.size() == 1 ? "rank " : "ranks ") + ranks + " did" +
+                  " not arrive within " + duration_text(timeout)));
+    engine.abort_collective(context, static_cast<std::uint64_t>(info.seq), err);
+    return;
+  }
   std::string detail = "did not complete within " + duration_text(timeout);
   if (info.step_phase) detail += " (at algorithm step '" + info.step() + "')";
   if (waits.empty()) {
@@ -106,8 +79,6 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
     detail += "; still waiting for ";
     for (std::size_t i = 0; i < waits.size(); ++i) detail += (i ? ", " : "") + waits[i];
   }
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   auto err = std::make_exception_ptr(Error(ErrorKind::kTimeout, info.context(peers), detail));
   if (collective) engine.abort_collective(context, static_cast<std::uint64_t>(info.seq), err);
   else engine.abort_p2p(w, err);
@@ -260,20 +231,11 @@ void Communicator::invalid(const std::string& op, const GroupState& g, const std
 }
 
 Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
-  const GroupState& w = *world_.state();
-  if (ranks.empty()) invalid("new_group", w, "a group needs at least one rank");
-  for (int r : ranks) {
-    if (r < 0 || r >= world_size_)
-      invalid("new_group", w, "rank " + std::to_string(r) + " is out of range for world size " +
-                                  std::to_string(world_size_));
-  }
-  std::sort(ranks.begin(), ranks.end());
-  auto dup = std::adjacent_find(ranks.begin(), ranks.end());
-  if (dup != ranks.end()) invalid("new_group", w, "rank " + std::to_string(*dup) + " is listed twice");
+  ranks = new_group_members(std::move(ranks), world_size_, rank_);
   auto g = std::make_shared<GroupState>();
   g->id = ++groups_created_;
   g->digest = group_digest(ranks);
-  g->name = name.empty() ? group_name(g->id, ranks) : std::move(name);
+  g->name = name.empty() ? default_group_name(g->id, ranks) : std::move(name);
   g->members = std::make_shared<const std::vector<int>>(std::move(ranks));
   g->p2p_context = static_cast<std::uint32_t>(2 * g->id);
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
@@ -407,6 +369,7 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   GroupState& g = *call.group;
   auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
+  info->wait_all_ranks = call.wait_all_ranks;
   auto outer = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   outer->executor = &t_;
   outer->posted_at = t_.now();
@@ -473,10 +436,21 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   const std::size_t seg = opts_.selection.ring_segment_bytes;
   auto body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
     const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    // Every value is named: an algorithm added to Algorithm must be placed
+    // here (-Werror=switch) before it can reach all_reduce.
     switch (a) {
       case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
       case Algorithm::kHalvingDoubling: co_await algorithms::halving_doubling_all_reduce(c, t, combine); break;
-      default: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
+      case Algorithm::kRecursiveDoubling: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
+      case Algorithm::kAuto:
+      case Algorithm::kBinomialTree:
+      case Algorithm::kLinear:
+      case Algorithm::kDissemination:
+      case Algorithm::kBruck:
+      case Algorithm::kPairwise:
+        throw Error(ErrorKind::kUsage, c.info().context(),
+                    "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
+                    "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
     }
     if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
@@ -708,6 +682,18 @@ Work Communicator::barrier(const Group& group, CollectiveOptions o) {
   auto body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));
+}
+
+Work Communicator::monitored_barrier(const Group& group, Nanos timeout_ns, bool wait_all_ranks) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "monitored_barrier on " + g.name + ": not a member");
+  if (timeout_ns < 0) invalid("monitored_barrier", g, "timeout " + std::to_string(timeout_ns) + " ns is negative");
+  CollectiveCall call{"monitored_barrier", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kMonitoredBarrier, ReduceOp::kSum, static_cast<std::uint8_t>(Algorithm::kLinear),
+                        DType::kUInt8, g.ranks()[0], ++g.coll_seq, 0};
+  call.timeout_ns = timeout_ns;
+  call.wait_all_ranks = wait_all_ranks;
+  return launch(std::move(call), [](CollectiveContext& c) { return algorithms::monitored_barrier(c); });
 }
 
 std::vector<std::string> Communicator::describe_pending() const { return engine_.describe_pending(); }

@@ -133,6 +133,7 @@ class Communicator final : public Dist {
                          std::span<const std::size_t> input_split_sizes = {}, const Group& g = {},
                          CollectiveOptions o = {}) override;
   Work barrier(const Group& g = {}, CollectiveOptions o = {}) override;
+  Work monitored_barrier(const Group& g = {}, Nanos timeout_ns = 0, bool wait_all_ranks = false) override;
 
   // ---- introspection -----------------------------------------------------
   // Unfinished ops, one line each, for deadlock and timeout reports.

@@ -41,6 +41,7 @@ class CollectiveContext {
 
   int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
+  const OpInfo& info() const { return *info_; }
   std::uint32_t context() const { return context_; }
   std::uint64_t seq() const { return fp_.seq; }
 
