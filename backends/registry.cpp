@@ -7,7 +7,7 @@
 #include "backends/in_process_job.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/plugin.h"
-#include "backends/tcp/tcp_world.h"
+#include "backends/tcp/tcp_backend.h"
 #include "backends/torch/torch_backend.h"
 #include "core/error.h"
 #include "sim/sim_world.h"

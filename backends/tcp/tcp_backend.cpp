@@ -1,4 +1,4 @@
-#include "backends/tcp/tcp_world.h"
+#include "backends/tcp/tcp_backend.h"
 
 #include <cstdlib>
 
