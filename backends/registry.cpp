@@ -5,11 +5,7 @@
 #include "backends/registry.h"
 
 #include "backends/in_process_job.h"
-#include "backends/mpi/mpi_backend.h"
 #include "backends/plugin.h"
-#include "backends/sim/sim_backend.h"
-#include "backends/tcp/tcp_backend.h"
-#include "backends/torch/torch_backend.h"
 #include "core/error.h"
 
 namespace collie {
@@ -19,18 +15,6 @@ namespace {
 [[noreturn]] void usage(const std::string& msg) { throw Error(ErrorKind::kUsage, OpContext{}, msg); }
 
 }  // namespace
-
-BackendRegistry& BackendRegistry::builtin() {
-  static BackendRegistry* r = [] {
-    auto* reg = new BackendRegistry();
-    reg->add(sim::make_sim_backend());
-    tcp::register_tcp_backend(*reg);
-    torch::register_torch_backends(*reg);
-    mpi::register_mpi_backend(*reg);
-    return reg;
-  }();
-  return *r;
-}
 
 void BackendRegistry::add(BackendInfo info) {
   if (find(info.name)) usage("a backend named '" + info.name + "' is already registered");

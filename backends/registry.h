@@ -21,7 +21,8 @@ namespace collie {
 
 class BackendRegistry {
  public:
-  // The backends compiled into this binary ("sim" first).
+  // The backends compiled into this binary ("sim" first), as
+  // backends/builtin_backends.cpp lists them.
   static BackendRegistry& builtin();
 
   void add(BackendInfo info);
