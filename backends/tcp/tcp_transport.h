@@ -139,18 +139,8 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
     bool rx_armed = false;       // an async_wait for readability is outstanding
     std::vector<std::byte> payload_in;
   };
-  // An accepted connection before it has proven the token.
-  // A connection accepted and not yet authenticated. It has until its
-  // deadline to prove the job token (set_handshake_timeout), else it is closed:
-  // idle strangers cannot hold descriptors the real ranks need.
-  struct Pending {
-    explicit Pending(asio::io_context& io) : socket(io), deadline(io) {}
-    asio::ip::tcp::socket socket;
-    asio::steady_timer deadline;
-    int rank = -1;
-    std::array<std::uint8_t, kHandshakeBytes> hello_in{}, hello_out{};
-    Mac proof_in{};
-  };
+  // A connection accepted and not yet authenticated (tcp_handshake.cpp).
+  struct Pending;
   void accept_next();
   void handshake_in(std::shared_ptr<Pending> c);
   void refuse(const std::shared_ptr<Pending>& c, const std::string& why);
