@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "backends/tcp/peer_connection.h"
+
 namespace collie::tcp {
 
 // A connection accepted and not yet authenticated. It has until its

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "backends/tcp/peer_connection.h"
 #include "core/error.h"
 
 namespace collie::tcp {
@@ -101,7 +102,7 @@ constexpr std::size_t kPumpBudgetBytes = 1024 * 1024;
 void TcpTransport::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
   Peer& p = *peers_[static_cast<std::size_t>(h.dst)];
   if (p.lost || crashed_) return;  // the core was told (or this rank is dead): nothing will complete
-  p.out.push_back(Out{encode(h), payload, cookie});
+  p.out.push_back(Peer::Out{encode(h), payload, cookie});
   if (p.up && !p.wr_blocked) flush_writes(h.dst);
 }
 
@@ -460,7 +461,7 @@ void TcpTransport::shutdown(Nanos timeout, bool abandoned) {
     auto& peer = peers_[static_cast<std::size_t>(p)];
     if (!peer || peer->lost || !peer->up) continue;
     bye.dst = p;
-    Out o{encode(bye), std::as_bytes(std::span(reason)), nullptr};
+    Peer::Out o{encode(bye), std::as_bytes(std::span(reason)), nullptr};
     o.header[5] = kGoodbyeKind;
     peer->out.push_back(o);
     flush_writes(p);
