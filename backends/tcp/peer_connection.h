@@ -11,11 +11,15 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/tcp/wire.h"
 
 namespace collie::tcp {
+
+// Why a peer is lost when its goodbye named nothing it had lost.
+inline constexpr std::string_view kFinished = "its program finished";
 
 struct PeerConnection {
   // A frame to send: its header, encoded, and its payload, read from the
