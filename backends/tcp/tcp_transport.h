@@ -100,11 +100,13 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   // queue and receive state (peer_connection.h).
   using Peer = PeerConnection;
 
-  // A connection accepted and not yet authenticated (tcp_handshake.cpp).
+  // The handshake (tcp_handshake.cpp). A connection accepted and not yet
+  // authenticated is Pending.
   struct Pending;
   void accept_next();
   void handshake_in(std::shared_ptr<Pending> c);
   void refuse(const std::shared_ptr<Pending>& c, const std::string& why);
+  // The data path (tcp_data_path.cpp).
   // The connection to `peer` passed its handshake: frames may flow.
   void connection_up(int peer);
   // Reads what `peer`'s socket holds, without blocking, and hands every
@@ -127,6 +129,7 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   bool poll_sockets() override;
   bool arm() override;
   void arm_write(int peer);
+  // The transport's lifetime (tcp_transport.cpp).
   void lose(int peer, const std::string& why, bool clean = false);
   std::string peer_name(int peer) const;
 
