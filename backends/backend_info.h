@@ -45,4 +45,12 @@ struct BackendInfo {
   std::function<std::unique_ptr<Job>(const JobOptions&)> start;
 };
 
+// A family of backends named "PREFIX:anything" (torch:gloo, torch:mine):
+// the registry makes the member for a name on first use.
+struct BackendFamily {
+  std::string prefix;
+  std::function<BackendInfo(const std::string& name)> make;
+  std::string description, selection;
+};
+
 }  // namespace collie

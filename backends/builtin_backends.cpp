@@ -17,8 +17,8 @@ BackendRegistry& BackendRegistry::builtin() {
     auto* reg = new BackendRegistry();
     reg->add(sim::make_sim_backend());
     reg->add(tcp::make_tcp_backend());
-    torch::register_torch_backends(*reg);
-    mpi::register_mpi_backend(*reg);
+    reg->add(torch::make_torch_backends());
+    reg->add(mpi::make_mpi_backend());
     return reg;
   }();
   return *r;

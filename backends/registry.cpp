@@ -21,10 +21,7 @@ void BackendRegistry::add(BackendInfo info) {
   backends_.push_back(std::make_unique<BackendInfo>(std::move(info)));
 }
 
-void BackendRegistry::add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
-                                 std::string description, std::string selection) {
-  families_.push_back(Family{std::move(prefix), std::move(make), std::move(description), std::move(selection)});
-}
+void BackendRegistry::add(BackendFamily family) { families_.push_back(std::move(family)); }
 
 const BackendInfo* BackendRegistry::find(std::string_view name) const {
   for (const auto& b : backends_)

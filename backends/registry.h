@@ -26,20 +26,15 @@ class BackendRegistry {
   static BackendRegistry& builtin();
 
   void add(BackendInfo info);
-  // A family of backends named "PREFIX:anything" (torch:gloo, torch:mine):
-  // find() makes the entry for a name on first use.
-  void add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
-                  std::string description, std::string selection);
+  // A family of backends named "PREFIX:anything": find() makes the entry for
+  // a name on first use.
+  void add(BackendFamily family);
   const BackendInfo* find(std::string_view name) const;
   // find(), or Error(kUsage) naming the backends there are.
   const BackendInfo& require(std::string_view name) const;
   std::vector<const BackendInfo*> list() const;
   std::vector<std::string> names() const;  // families as "PREFIX:NAME"
-  struct Family {
-    std::string prefix;
-    std::function<BackendInfo(const std::string& name)> make;
-    std::string description, selection;
-  };
+  using Family = BackendFamily;
   const std::vector<Family>& families() const { return families_; }
 
   // Loads a backend plugin (a shared library exporting collie_backend_plugin)

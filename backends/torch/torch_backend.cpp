@@ -118,11 +118,11 @@ std::string probe() {
   return std::string("torch ") + version + " under " + py + ": gloo " + gloo + ", mpi " + mpi + ", nccl " + nccl;
 }
 
-void register_torch_backends(BackendRegistry& registry) {
-  registry.add_family("torch", make,
-                      "torch.distributed's backend NAME (gloo, mpi, nccl, or your own registered by a module given "
-                      "with --torch-import) through torch's Python API, one process per rank",
-                      "--backend torch:NAME [--python PATH] [--torch-import MODULE]");
+BackendFamily make_torch_backends() {
+  return BackendFamily{"torch", make,
+                       "torch.distributed's backend NAME (gloo, mpi, nccl, or your own registered by a module given "
+                       "with --torch-import) through torch's Python API, one process per rank",
+                       "--backend torch:NAME [--python PATH] [--torch-import MODULE]"};
 }
 
 }  // namespace collie::torch
