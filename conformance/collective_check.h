@@ -67,8 +67,10 @@ CaseOutcome run_batch_traffic(const RunOnEveryRank& run, int world, sim::Prng& p
 // member; otherwise the group's first member must fail with a timeout
 // naming exactly the first missing rank (or every one with
 // wait_all_ranks), the other members that came must fail, and those that
-// stayed away are untouched.
+// stayed away are untouched. `strict` (collie's core): the error must say
+// so in collie's words with global ranks; a library's words that name the
+// ranks otherwise (torch's Gloo names group ranks) are a note.
 CaseOutcome run_monitored_barrier(const RunOnEveryRank& run, int world, sim::Prng& prng, Nanos timeout_ns,
-                                  const std::string& context = "");
+                                  bool strict, const std::string& context = "");
 
 }  // namespace collie::conformance

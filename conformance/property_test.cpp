@@ -210,7 +210,7 @@ RC_GTEST_PROP(MonitoredBarrierProperty, TheFirstMemberNamesTheMissingRanks, ()) 
   const int world = *rc::gen::inRange(1, 9);
   sim::SimWorld w(world, gen_sim_options());
   sim::Prng prng(*rc::gen::arbitrary<std::uint64_t>());
-  const CaseOutcome o = run_monitored_barrier(on_sim(w), world, prng, 300'000'000);
+  const CaseOutcome o = run_monitored_barrier(on_sim(w), world, prng, 300'000'000, true);
   RC_ASSERT(o.failure.empty());
 }
 

@@ -250,9 +250,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.kind = "property";
     p.world = world;
     p.replay = replay_of(p.feature, p.name, i);
-    p.run = [world, seed, on_job, property] {
+    p.run = [world, seed, strict, on_job, property] {
       sim::Prng draw(seed);
-      return property(run_monitored_barrier(on_job(world, seed), world, draw, 200'000'000, ""),
+      return property(run_monitored_barrier(on_job(world, seed), world, draw, 200'000'000, strict, ""),
                       "world " + std::to_string(world) + ", seed " + std::to_string(seed));
     };
     return p;
