@@ -14,10 +14,13 @@
 #include <random>
 #include <vector>
 
+#include "backends/cuda/runtime_contract_test.h"
 #include "core/error.h"
 
 namespace collie::cuda {
 namespace {
+
+using contract::RuntimeContract;
 
 constexpr int kSeeds = 20;  // "within a few seeds": every mistake below shows well before this
 
@@ -326,6 +329,15 @@ TEST(HostRuntime, ReductionsAndAveragesGiveTheHostReferencesBits) {
     }
   }
 }
+
+// The contract every runtime passes, on two simulated devices, three seeds.
+contract::RuntimeFactory host_factory(std::uint64_t seed) {
+  return {"seed" + std::to_string(seed), [seed](std::string*) -> std::unique_ptr<DeviceRuntime> {
+            return std::make_unique<HostRuntime>(HostRuntimeOptions{.seed = seed, .devices = 2});
+          }};
+}
+INSTANTIATE_TEST_SUITE_P(Host, RuntimeContract, testing::Values(host_factory(1), host_factory(2), host_factory(3)),
+                         [](const auto& p) { return p.param.label; });
 
 // ---- the broken variants, each doing its one wrong thing ---------------------
 
