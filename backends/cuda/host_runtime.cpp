@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "backends/cuda/elementwise.h"
@@ -199,8 +200,11 @@ struct HostRuntime::Impl {
   struct EventState {
     int device = 0;
     bool live = false;
-    std::uint64_t recorded = 0;   // generations recorded
-    std::uint64_t completed = 0;  // the latest generation whose work finished
+    std::uint64_t recorded = 0;  // generations recorded
+    // Recorded generations whose work has not finished. Records on
+    // different streams finish in any order, and a wait is for the one
+    // generation it saw, so each is tracked (there are few at a time).
+    std::set<std::uint64_t> unfinished;
     int pending_waits = 0;        // queued waits that still name it
   };
   struct Allocation {
@@ -347,9 +351,10 @@ struct HostRuntime::Impl {
   }
 
   bool ready(const Operation& op) const {
-    return op.kind != Operation::Kind::kWait || events[static_cast<std::size_t>(op.event)].completed >= op.generation;
+    return op.kind != Operation::Kind::kWait || !events[static_cast<std::size_t>(op.event)].unfinished.count(op.generation);
   }
-  bool complete(const EventState& e) const { return e.completed >= e.recorded; }
+  // query(): the latest record's work has finished (earlier ones may not have).
+  bool complete(const EventState& e) const { return !e.unfinished.count(e.recorded); }
 
   // The operation of stream `i` that may run next, or null: the head when
   // ready; with reduce_skips_wait, a reduction behind unfinished waits.
@@ -385,7 +390,7 @@ struct HostRuntime::Impl {
     switch (op.kind) {
       case K::kRecord: {
         EventState& e = events[static_cast<std::size_t>(op.event)];
-        e.completed = std::max(e.completed, op.generation);
+        e.unfinished.erase(op.generation);
         return;
       }
       case K::kWait: --events[static_cast<std::size_t>(op.event)].pending_waits; return;
@@ -577,7 +582,7 @@ Event HostRuntime::create_event(int device) {
   } else {
     r.events.emplace_back();
   }
-  r.events[static_cast<std::size_t>(id)] = Impl::EventState{device, true, 0, 0, 0};
+  r.events[static_cast<std::size_t>(id)] = Impl::EventState{device, true, 0, {}, 0};
   return Event{id};
 }
 
@@ -604,10 +609,8 @@ void HostRuntime::record(Event e, Stream s) {
     fail("record of event " + std::to_string(e.id) + " (device " + std::to_string(st.device) + ") on " +
          r.describe_stream(s) + ": an event is recorded on streams of its own device only");
   ++st.recorded;
-  if (r.options.bug == HostRuntimeBug::kEarlyEvent) {
-    st.completed = st.recorded;  // the bug: complete before the work it captures ran
-    return;
-  }
+  if (r.options.bug == HostRuntimeBug::kEarlyEvent) return;  // the bug: complete before the work it captures ran
+  st.unfinished.insert(st.recorded);
   r.push_event_op(Impl::Operation::Kind::kRecord, s, e, st.recorded);
 }
 

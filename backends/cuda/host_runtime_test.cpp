@@ -161,6 +161,26 @@ TEST(HostRuntime, AWaitWaitsForTheRecordItSawNotALaterOne) {
   EXPECT_TRUE(rt.query(e));
 }
 
+TEST(HostRuntime, AWaitIsForItsRecordEvenWhenAReRecordOnAnotherStreamFinishesFirst) {
+  // e is recorded behind a write on s0, s2 waits for that record, then e
+  // is recorded again on s1 (which has nothing queued). Whichever record
+  // finishes first, s2's copy must see the write: for every seed.
+  const std::vector<float> want = values(16, 5);
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    HostRuntime rt({.seed = static_cast<std::uint64_t>(seed)});
+    const Stream s0 = rt.create_stream(0), s1 = rt.create_stream(0), s2 = rt.create_stream(0);
+    const Event e = rt.create_event(0);
+    void* a = rt.allocate(64, s0);
+    void* b = rt.allocate(64, s2);
+    upload(rt, a, want, s0);
+    rt.record(e, s0);
+    rt.wait(s2, e);
+    rt.record(e, s1);
+    rt.copy(b, a, 64, s2);
+    EXPECT_EQ(download(rt, b, 16, s2), want) << "seed " << seed;
+  }
+}
+
 TEST(HostRuntime, FreshMemoryHoldsAPatternAndAllocationsAreAligned) {
   HostRuntime rt({});
   const Stream s = rt.create_stream(0);
