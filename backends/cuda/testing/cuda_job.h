@@ -1,0 +1,56 @@
+// Test support: a CUDA world on a HostRuntime with collie's core on every
+// rank, and a StagingDist per rank for programs written with host tensors.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/cuda_transport.h"
+#include "backends/cuda/host_runtime.h"
+#include "backends/cuda/testing/staging_dist.h"
+#include "core/local_world.h"
+
+namespace collie::cuda::testing {
+
+struct TestWorld {
+  std::unique_ptr<CudaWorld> world;
+  std::unique_ptr<LocalWorld> local;
+  std::vector<std::unique_ptr<StagingDist>> staging;
+
+  TestWorld(int n, const HostRuntimeOptions& ho, TransportBug bug = TransportBug::kNone,
+            std::size_t eager_threshold_bytes = 64 * 1024) {
+    world = std::make_unique<CudaWorld>(std::make_unique<HostRuntime>(ho), CudaWorldOptions{n, bug});
+    std::vector<Transport*> ts;
+    for (int r = 0; r < n; ++r) ts.push_back(&world->transport(r));
+    CommunicatorOptions co;
+    co.eager_threshold_bytes = eager_threshold_bytes;
+    local = std::make_unique<LocalWorld>(std::move(ts), co);
+    for (int r = 0; r < n; ++r) staging.push_back(std::make_unique<StagingDist>(local->comm(r), *world));
+  }
+  ~TestWorld() {
+    staging.clear();  // their copies back hold device memory of the world
+    local.reset();    // communicators before the transports
+  }
+  HostRuntime& runtime() { return static_cast<HostRuntime&>(world->runtime()); }
+  // Runs `program` on every rank with host tensors (staged).
+  RunResult run_staged(const std::function<Task<void>(Dist&)>& program) {
+    return local->run([this, &program](Communicator& c) { return program(*staging[static_cast<std::size_t>(c.rank())]); });
+  }
+};
+
+// The world configurations the transport must pass on.
+struct WorldSetup {
+  const char* name;
+  int devices;
+  bool peer_access;
+};
+inline constexpr WorldSetup kSetups[] = {{"one device", 1, true},
+                                         {"two devices with peer access", 2, true},
+                                         {"three devices without peer access", 3, false}};
+
+inline constexpr CollectiveKind kCollectives[] = {
+    CollectiveKind::kBroadcast, CollectiveKind::kReduce,        CollectiveKind::kAllReduce,
+    CollectiveKind::kScatter,   CollectiveKind::kGather,        CollectiveKind::kAllGather,
+    CollectiveKind::kBarrier,   CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll};
+
+}  // namespace collie::cuda::testing
