@@ -39,6 +39,8 @@ using conformance::CollectiveCase;
 using testing::kCollectives;
 using testing::kSetups;
 using testing::TestWorld;
+using testing::CaseRun;
+using testing::run_in_world;
 using testing::WorldSetup;
 
 // conformance's RunOnEveryRank over a TestWorld's staged host tensors.
@@ -49,41 +51,23 @@ conformance::RunOnEveryRank host_tensors(TestWorld& w) {
 // Case `seed` of `op`: a random case (conformance's generator) on a world of
 // 1-7 ranks whose HostRuntime interleaves by the same seed; eager
 // threshold small every other seed, so that rendezvous payloads land.
-struct CaseRun {
-  std::string failure;  // empty: passed
-  std::string what;     // the case, for messages
-};
-CaseRun run_case(CollectiveKind op, std::uint64_t seed, const WorldSetup& setup, HostRuntimeBug bug = HostRuntimeBug::kNone,
-                 TransportBug tbug = TransportBug::kNone, bool deep = false) {
+CaseRun run_case(CollectiveKind op, std::uint64_t seed, const WorldSetup& setup, bool deep = false) {
   sim::Prng prng(seed * 7919 + static_cast<std::uint64_t>(op));
   const int n = 1 + static_cast<int>(prng.below(7));
   const CollectiveCase c = conformance::random_case(op, n, prng, deep);
-  CaseRun out;
-  out.what = c.describe() + " on " + std::to_string(n) + " ranks, " + setup.name + ", seed " + std::to_string(seed);
-  try {
-    TestWorld w(n, {.seed = seed, .devices = setup.devices, .peer_access = setup.peer_access, .bug = bug}, tbug,
-                seed % 2 ? 256 : 64 * 1024);
-    out.failure = conformance::run_and_check(host_tensors(w), n, {c}, true, out.what).failure;
-  } catch (const std::exception& e) {
-    out.failure = e.what();
-  }
-  return out;
+  const std::string what = c.describe() + " on " + std::to_string(n) + " ranks";
+  return run_in_world(what, n, seed, setup, seed % 2 ? 256 : 64 * 1024, [&](TestWorld& w) {
+    return conformance::run_and_check(host_tensors(w), n, {c}, true, what).failure;
+  });
 }
 
-CaseRun run_traffic(std::uint64_t seed, const WorldSetup& setup, HostRuntimeBug bug = HostRuntimeBug::kNone,
-                    TransportBug tbug = TransportBug::kNone) {
+CaseRun run_traffic(std::uint64_t seed, const WorldSetup& setup) {
   sim::Prng prng(seed);
   const int n = 2 + static_cast<int>(prng.below(5));
-  CaseRun out;
-  out.what = "p2p traffic on " + std::to_string(n) + " ranks, " + setup.name + ", seed " + std::to_string(seed);
-  try {
-    TestWorld w(n, {.seed = seed, .devices = setup.devices, .peer_access = setup.peer_access, .bug = bug}, tbug,
-                seed % 2 ? 256 : 64 * 1024);
-    out.failure = conformance::run_p2p_traffic(host_tensors(w), n, prng, 12, out.what).failure;
-  } catch (const std::exception& e) {
-    out.failure = e.what();
-  }
-  return out;
+  const std::string what = "p2p traffic on " + std::to_string(n) + " ranks";
+  return run_in_world(what, n, seed, setup, seed % 2 ? 256 : 64 * 1024, [&](TestWorld& w) {
+    return conformance::run_p2p_traffic(host_tensors(w), n, prng, 12, what).failure;
+  });
 }
 
 constexpr int kSeeds = 60;  // per collective and setup: 9 x 3 x 60 cases, plus 3 x 30 of p2p traffic
@@ -104,8 +88,7 @@ TEST(CudaTransport, EveryCollectiveOnDeviceTensorsMatchesTheOracleOnEverySeed) {
 TEST(CudaTransport, DeepCasesMatchTheOracle) {
   for (CollectiveKind op : kCollectives)
     for (int seed = 1; seed <= 3; ++seed) {
-      const CaseRun r = run_case(op, static_cast<std::uint64_t>(seed), kSetups[1], HostRuntimeBug::kNone,
-                                 TransportBug::kNone, true);
+      const CaseRun r = run_case(op, static_cast<std::uint64_t>(seed), kSetups[1], true);
       ASSERT_EQ(r.failure, "") << r.what;
     }
 }

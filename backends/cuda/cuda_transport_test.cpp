@@ -34,6 +34,8 @@ namespace {
 using testing::kCollectives;
 using testing::kSetups;
 using testing::TestWorld;
+using testing::CaseRun;
+using testing::run_in_world;
 using testing::WorldSetup;
 
 // ---- closed-form collectives ---------------------------------------------------
@@ -212,24 +214,11 @@ std::string run_closed_form(TestWorld& w, const Case& c) {
   return {};
 }
 
-struct CaseRun {
-  std::string failure;  // empty: passed
-  std::string what;     // the case, for messages
-};
-
 CaseRun run_case(CollectiveKind op, std::uint64_t seed, const WorldSetup& setup,
                  HostRuntimeBug bug = HostRuntimeBug::kNone, TransportBug tbug = TransportBug::kNone) {
   const Case c = case_for(op, seed);
-  CaseRun out;
-  out.what = c.describe() + ", " + setup.name + ", seed " + std::to_string(seed);
-  try {
-    TestWorld w(c.n, {.seed = seed, .devices = setup.devices, .peer_access = setup.peer_access, .bug = bug}, tbug,
-                c.eager_threshold_bytes);
-    out.failure = run_closed_form(w, c);
-  } catch (const std::exception& e) {
-    out.failure = e.what();
-  }
-  return out;
+  return run_in_world(c.describe(), c.n, seed, setup, c.eager_threshold_bytes,
+                      [&c](TestWorld& w) { return run_closed_form(w, c); }, bug, tbug);
 }
 
 // Point-to-point traffic: every rank isends 10 messages of 1 to 20000 int64
@@ -253,21 +242,15 @@ CaseRun run_traffic(std::uint64_t seed, const WorldSetup& setup, HostRuntimeBug 
       plan.push_back(Msg{r, dst, static_cast<int>(prng.below(3)), kSizes[prng.below(4)]});
     }
   const bool reverse = prng.below(2) == 1;
-  CaseRun out;
-  out.what = "p2p traffic on " + std::to_string(n) + " ranks, " + setup.name + ", seed " + std::to_string(seed);
-  try {
-    TestWorld w(n, {.seed = seed, .devices = setup.devices, .peer_access = setup.peer_access, .bug = bug}, tbug,
-                seed % 2 ? 256 : 64 * 1024);
+  auto body = [&](TestWorld& w) {
     std::vector<std::string> failures(static_cast<std::size_t>(n));
     const RunResult res = w.run_staged([&](Dist& d) -> Task<void> {
       const int r = d.rank();
       std::vector<Tensor> sent, got;
       std::vector<const Msg*> expected;
       std::vector<Work> works;
-      for (std::size_t m = 0; m < plan.size(); ++m) {
-        if (plan[m].src != r) continue;
-        sent.push_back(block_of(r, static_cast<int>(m), plan[m].count));
-      }
+      for (std::size_t m = 0; m < plan.size(); ++m)
+        if (plan[m].src == r) sent.push_back(block_of(r, static_cast<int>(m), plan[m].count));
       std::size_t s = 0;
       for (std::size_t m = 0; m < plan.size(); ++m)
         if (plan[m].src == r) works.push_back(d.isend(sent[s++], plan[m].dst, plan[m].tag));
@@ -292,13 +275,13 @@ CaseRun run_traffic(std::uint64_t seed, const WorldSetup& setup, HostRuntimeBug 
                      [index, src = expected[i]->src](std::size_t k) { return value(src, index, k); });
       }
     });
-    if (!res.ok()) out.failure = res.describe();
+    if (!res.ok()) return res.describe();
     for (const std::string& f : failures)
-      if (out.failure.empty() && !f.empty()) out.failure = f;
-  } catch (const std::exception& e) {
-    out.failure = e.what();
-  }
-  return out;
+      if (!f.empty()) return f;
+    return std::string();
+  };
+  return run_in_world("p2p traffic on " + std::to_string(n) + " ranks", n, seed, setup, seed % 2 ? 256 : 64 * 1024, body,
+                      bug, tbug);
 }
 
 constexpr int kSeeds = 40;  // per collective and setup: 9 x 3 x 40 cases, plus 3 x 20 of p2p traffic

@@ -2,7 +2,10 @@
 // rank, and a StagingDist per rank for programs written with host tensors.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_transport.h"
@@ -52,5 +55,29 @@ inline constexpr CollectiveKind kCollectives[] = {
     CollectiveKind::kBroadcast, CollectiveKind::kReduce,        CollectiveKind::kAllReduce,
     CollectiveKind::kScatter,   CollectiveKind::kGather,        CollectiveKind::kAllGather,
     CollectiveKind::kBarrier,   CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll};
+
+// How one test case on a fresh world ended.
+struct CaseRun {
+  std::string failure;  // empty: passed
+  std::string what;     // the case, for messages
+};
+
+// Runs `body` on a fresh world of `n` ranks set up as `setup`, with the
+// HostRuntime seeded by `seed`; an exception (a runtime that failed) is
+// the case's failure too.
+inline CaseRun run_in_world(std::string what, int n, std::uint64_t seed, const WorldSetup& setup,
+                            std::size_t eager_threshold_bytes, const std::function<std::string(TestWorld&)>& body,
+                            HostRuntimeBug bug = HostRuntimeBug::kNone, TransportBug tbug = TransportBug::kNone) {
+  CaseRun out;
+  out.what = std::move(what) + ", " + setup.name + ", seed " + std::to_string(seed);
+  try {
+    TestWorld w(n, {.seed = seed, .devices = setup.devices, .peer_access = setup.peer_access, .bug = bug}, tbug,
+                eager_threshold_bytes);
+    out.failure = body(w);
+  } catch (const std::exception& e) {
+    out.failure = e.what();
+  }
+  return out;
+}
 
 }  // namespace collie::cuda::testing
