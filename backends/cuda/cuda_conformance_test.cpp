@@ -74,7 +74,7 @@ constexpr int kSeeds = 60;  // per collective and setup: 9 x 3 x 60 cases, plus 
 
 TEST(CudaTransport, EveryCollectiveOnDeviceTensorsMatchesTheOracleOnEverySeed) {
   int cases = 0;
-  for (const WorldSetup& setup : kSetups)
+  for (const WorldSetup& setup : testing::setups())
     for (CollectiveKind op : kCollectives)
       for (int seed = 1; seed <= kSeeds; ++seed, ++cases) {
         const CaseRun r = run_case(op, static_cast<std::uint64_t>(seed), setup);
@@ -94,7 +94,7 @@ TEST(CudaTransport, DeepCasesMatchTheOracle) {
 }
 
 TEST(CudaTransport, PointToPointTrafficArrivesInOrderOnEverySeed) {
-  for (const WorldSetup& setup : kSetups)
+  for (const WorldSetup& setup : testing::setups())
     for (int seed = 1; seed <= kSeeds / 2; ++seed) {  // each moves up to 12 x 6 messages of up to 160 KB
       const CaseRun r = run_traffic(static_cast<std::uint64_t>(seed), setup);
       ASSERT_EQ(r.failure, "") << r.what;

@@ -9,7 +9,9 @@
 // give wrong values or errors for some seed within a few, the same on
 // replay -- while the correct pair passes every seed.
 // (cuda_conformance_test.cpp checks the same against conformance's oracle
-// and suite.)
+// and suite.) Built again as cuda_transport_gpu_test on CudaRuntime for the
+// GPU bundle: there the tests that need HostRuntime skip, and all skip,
+// with the driver's words, where no device is usable.
 #include "backends/cuda/cuda_transport.h"
 
 #include <gtest/gtest.h>
@@ -287,18 +289,20 @@ CaseRun run_traffic(std::uint64_t seed, const WorldSetup& setup, HostRuntimeBug 
 constexpr int kSeeds = 40;  // per collective and setup: 9 x 3 x 40 cases, plus 3 x 20 of p2p traffic
 
 TEST(CudaTransport, EveryCollectiveAndAlgorithmOnDeviceTensorsGivesItsResultOnEverySeed) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   int cases = 0;
-  for (const WorldSetup& setup : kSetups)
+  for (const WorldSetup& setup : testing::setups())
     for (CollectiveKind op : kCollectives)
       for (int seed = 1; seed <= kSeeds; ++seed, ++cases) {
         const CaseRun r = run_case(op, static_cast<std::uint64_t>(seed), setup);
         ASSERT_EQ(r.failure, "") << r.what;
       }
-  EXPECT_EQ(cases, 3 * 9 * kSeeds);
+  EXPECT_EQ(cases, static_cast<int>(testing::setups().size()) * 9 * kSeeds);
 }
 
 TEST(CudaTransport, PointToPointTrafficArrivesInOrderOnEverySeed) {
-  for (const WorldSetup& setup : kSetups)
+  COLLIE_SKIP_WITHOUT_RUNTIME();
+  for (const WorldSetup& setup : testing::setups())
     for (int seed = 1; seed <= kSeeds / 2; ++seed) {
       const CaseRun r = run_traffic(static_cast<std::uint64_t>(seed), setup);
       ASSERT_EQ(r.failure, "") << r.what;
@@ -306,6 +310,7 @@ TEST(CudaTransport, PointToPointTrafficArrivesInOrderOnEverySeed) {
 }
 
 TEST(CudaTransport, RanksTakeDeviceTensorsOnlyAndSayWhy) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld w(2, {});
   EXPECT_EQ(w.world->transport(0).memory_space(), MemorySpace::kDevice);
   Tensor host = Tensor::of(DType::kFloat32, {1, 2});
@@ -322,9 +327,10 @@ TEST(CudaTransport, RanksTakeDeviceTensorsOnlyAndSayWhy) {
 }
 
 TEST(CudaTransport, RanksArePlacedOnDevicesRoundRobinEachWithItsOwnStream) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld w(5, {.devices = 2});
   for (int r = 0; r < 5; ++r) {
-    EXPECT_EQ(w.world->device(r), r % 2);
+    EXPECT_EQ(w.world->device(r), r % w.world->runtime().device_count());
     for (int q = 0; q < r; ++q) EXPECT_FALSE(w.world->stream(r) == w.world->stream(q));
   }
 }
@@ -333,6 +339,7 @@ TEST(CudaTransport, RanksArePlacedOnDevicesRoundRobinEachWithItsOwnStream) {
 // tensor (rendezvous: it lands in rank 1's buffer) and a small one (eager),
 // then both all_reduce a tensor of their own.
 TEST(CudaTransport, DeviceTensorsRoundTripThroughTheCommunicatorDirectly) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   for (int seed = 1; seed <= 5; ++seed) {
     TestWorld tw(2, {.seed = static_cast<std::uint64_t>(seed), .devices = 2});
     CudaWorld& w = *tw.world;
@@ -367,6 +374,7 @@ TEST(CudaTransport, DeviceTensorsRoundTripThroughTheCommunicatorDirectly) {
 }
 
 TEST(CudaTransport, ACrashedRanksPeersAreToldAndTheRestCarryOn) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld tw(3, {.seed = 4});
   CudaWorld& w = *tw.world;
   std::vector<std::string> errors(3);
@@ -395,6 +403,7 @@ TEST(CudaTransport, ACrashedRanksPeersAreToldAndTheRestCarryOn) {
 }
 
 TEST(CudaTransport, ATimeoutFiresWhenNothingElseCanHappen) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld tw(2, {});
   std::string error;
   const RunResult res = tw.local->run([&](Communicator& c) -> Task<void> {
@@ -412,6 +421,7 @@ TEST(CudaTransport, ATimeoutFiresWhenNothingElseCanHappen) {
 }
 
 TEST(CudaTransport, ADeadlockIsReportedNotHung) {
+  COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld tw(2, {});
   const RunResult res = tw.local->run([&](Communicator& c) -> Task<void> {
     DeviceTensor t = to_device(*tw.world, c.rank(), Tensor::of(DType::kFloat32, {1}).view());
@@ -422,6 +432,7 @@ TEST(CudaTransport, ADeadlockIsReportedNotHung) {
 }
 
 TEST(CudaTransport, ASeedReplaysTheSameInterleaving) {
+  COLLIE_SKIP_UNLESS_HOST_RUNTIME();
   auto run = [](std::uint64_t seed) {
     Case c;
     c.algorithm = Algorithm::kRing;
@@ -460,6 +471,7 @@ std::string first_failure(HostRuntimeBug bug, TransportBug tbug, int limit) {
 constexpr int kAcceptanceCases = 60;  // "within a few seeds": 6 seeds of the 10 kinds of case
 
 TEST(CudaTransportBugs, ForgettingThePeerWaitGivesWrongValuesForSomeSeed) {
+  COLLIE_SKIP_UNLESS_HOST_RUNTIME();
   const std::string f = first_failure(HostRuntimeBug::kNone, TransportBug::kSkipsPeerWait, kAcceptanceCases);
   ASSERT_NE(f, "") << "a transport that never waits for the sender's event passed " << kAcceptanceCases << " cases";
   EXPECT_NE(f.find(", expected "), std::string::npos) << "a wrong value: " << f;
@@ -467,6 +479,7 @@ TEST(CudaTransportBugs, ForgettingThePeerWaitGivesWrongValuesForSomeSeed) {
 }
 
 TEST(CudaTransportBugs, CompletingSendsEarlyLetsTheSenderOverwriteWhatIsStillBeingRead) {
+  COLLIE_SKIP_UNLESS_HOST_RUNTIME();
   // The buffer_reuse pattern on device tensors: rank 0 sends round i's
   // values from one buffer and, once the send completed, writes round
   // i+1's into it; rank 1 must get every round's own values.
@@ -516,6 +529,7 @@ TEST(CudaTransportBugs, CompletingSendsEarlyLetsTheSenderOverwriteWhatIsStillBei
 class BrokenRuntime : public ::testing::TestWithParam<HostRuntimeBug> {};
 
 TEST_P(BrokenRuntime, FailsCasesThatTheCorrectRuntimePasses) {
+  COLLIE_SKIP_UNLESS_HOST_RUNTIME();
   const HostRuntimeBug bug = GetParam();
   const std::string f = first_failure(bug, TransportBug::kNone, kAcceptanceCases);
   ASSERT_NE(f, "") << "cuda:host:" << host_runtime_bug_name(bug) << " passed " << kAcceptanceCases << " cases";

@@ -1,10 +1,18 @@
-// Test support: a CUDA world on a HostRuntime with collie's core on every
-// rank, and a StagingDist per rank for programs written with host tensors.
+// Test support: a CUDA world with collie's core on every rank, and a
+// StagingDist per rank for programs written with host tensors.
+//
+// The world's runtime is the test binary's: HostRuntime (host_test_runtime.cpp,
+// seeded and configured by the HostRuntimeOptions each test gives), or
+// CudaRuntime (cuda_test_runtime.cpp: the same tests as the GPU bundle's
+// cuda_transport_gpu_test, where HostRuntimeOptions are ignored but for
+// nothing -- the GPUs present are the devices).
 #pragma once
 
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +23,25 @@
 
 namespace collie::cuda::testing {
 
+// The test binary's runtime (see above).
+std::unique_ptr<DeviceRuntime> make_test_runtime(const HostRuntimeOptions& options);
+// Why the binary's runtime cannot run here ("no CUDA device: ..."), or nullopt.
+std::optional<std::string> test_runtime_unavailable();
+// Whether the binary runs on HostRuntime (tests of its seeds, its stats and
+// its broken variants need it).
+bool on_host_runtime();
+
+// At the top of a test: skips it, saying why, where the binary's runtime
+// cannot run (and, for HOST_ONLY, where it is not HostRuntime).
+#define COLLIE_SKIP_WITHOUT_RUNTIME()                                                                        \
+  do {                                                                                                       \
+    if (auto why_not = ::collie::cuda::testing::test_runtime_unavailable()) GTEST_SKIP() << *why_not;        \
+  } while (0)
+#define COLLIE_SKIP_UNLESS_HOST_RUNTIME()                                                                    \
+  do {                                                                                                       \
+    if (!::collie::cuda::testing::on_host_runtime()) GTEST_SKIP() << "needs HostRuntime (seeds, broken variants)"; \
+  } while (0)
+
 struct TestWorld {
   std::unique_ptr<CudaWorld> world;
   std::unique_ptr<LocalWorld> local;
@@ -22,7 +49,7 @@ struct TestWorld {
 
   TestWorld(int n, const HostRuntimeOptions& ho, TransportBug bug = TransportBug::kNone,
             std::size_t eager_threshold_bytes = 64 * 1024) {
-    world = std::make_unique<CudaWorld>(std::make_unique<HostRuntime>(ho), CudaWorldOptions{n, bug});
+    world = std::make_unique<CudaWorld>(make_test_runtime(ho), CudaWorldOptions{n, bug});
     std::vector<Transport*> ts;
     for (int r = 0; r < n; ++r) ts.push_back(&world->transport(r));
     CommunicatorOptions co;
@@ -50,6 +77,11 @@ struct WorldSetup {
 inline constexpr WorldSetup kSetups[] = {{"one device", 1, true},
                                          {"two devices with peer access", 2, true},
                                          {"three devices without peer access", 3, false}};
+// The setups a test loops over: all three on HostRuntime; on CudaRuntime
+// the devices are the machine's, so one.
+inline std::span<const WorldSetup> setups() {
+  return on_host_runtime() ? std::span<const WorldSetup>(kSetups) : std::span<const WorldSetup>(kSetups, 1);
+}
 
 inline constexpr CollectiveKind kCollectives[] = {
     CollectiveKind::kBroadcast, CollectiveKind::kReduce,        CollectiveKind::kAllReduce,
