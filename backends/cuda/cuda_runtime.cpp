@@ -74,9 +74,11 @@ CudaRuntime::CudaRuntime() : impl_(std::make_unique<Impl>()) {
 }
 
 CudaRuntime::~CudaRuntime() {
+  // Each on its own device, so that none makes a context on another.
   for (const auto& e : impl_->events)
-    if (e.event) cudaEventDestroy(e.event);
+    if (e.event && cudaSetDevice(e.device) == cudaSuccess) cudaEventDestroy(e.event);
   for (const auto& s : impl_->streams) {
+    if (cudaSetDevice(s.device) != cudaSuccess) continue;
     cudaEventDestroy(s.marker);
     cudaStreamDestroy(s.stream);
   }
@@ -179,7 +181,10 @@ void CudaRuntime::destroy_event(Event e) noexcept {
   if (e.id < 0 || static_cast<std::size_t>(e.id) >= r.events.size()) return;
   Impl::EventState& st = r.events[static_cast<std::size_t>(e.id)];
   if (!st.event) return;
-  cudaEventDestroy(st.event);
+  if (cudaSetDevice(st.device) == cudaSuccess) {
+    r.current = st.device;
+    cudaEventDestroy(st.event);
+  }
   st.event = nullptr;
   r.free_events.push_back(e.id);
 }
@@ -187,7 +192,15 @@ void CudaRuntime::destroy_event(Event e) noexcept {
 void CudaRuntime::record(Event e, Stream s) {
   Impl& r = *impl_;
   r.check_failed();
-  r.check(cudaEventRecord(r.event(e).event, r.stream(s).stream), "cudaEventRecord");
+  const Impl::StreamState& st = r.stream(s);
+  const Impl::EventState& ev = r.event(e);
+  if (ev.device != st.device)
+    throw Error(ErrorKind::kTransport, OpContext{},
+                "cuda runtime: record of event " + std::to_string(e.id) + " (device " + std::to_string(ev.device) +
+                    ") on stream " + std::to_string(s.id) + " (device " + std::to_string(st.device) +
+                    "): an event is recorded on streams of its own device only");
+  r.use(st.device);
+  r.check(cudaEventRecord(ev.event, st.stream), "cudaEventRecord");
 }
 
 bool CudaRuntime::query(Event e) {

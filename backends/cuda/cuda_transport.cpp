@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "core/error.h"
@@ -62,8 +63,7 @@ class CudaWorld::Impl {
     }
     dead_.assign(static_cast<std::size_t>(n), false);
     told_lost_.assign(static_cast<std::size_t>(n * n), false);
-    in_transit_.assign(static_cast<std::size_t>(n), 0);
-    deferred_.resize(static_cast<std::size_t>(n));
+    senders_.resize(static_cast<std::size_t>(n));
   }
   ~Impl() {
     for (auto& per_device : free_events_)
@@ -92,7 +92,9 @@ class CudaWorld::Impl {
       it.payload = payload.data();
       it.ready = take_event(device(src));
       rt_->record(it.ready, stream(src));  // the payload as src's stream has made it so far
-      ++in_transit_[static_cast<std::size_t>(src)];
+      Sender& me = senders_[static_cast<std::size_t>(src)];
+      it.payload_seq = me.posted++;
+      me.in_transit.insert(it.payload_seq);
     }
     queue_.push_back(std::move(it));
   }
@@ -124,10 +126,12 @@ class CudaWorld::Impl {
     auto* p = static_cast<std::byte*>(rt_->allocate(bytes == 0 ? 1 : bytes, stream(rank)));
     return std::shared_ptr<std::byte>(p, [this, rank](std::byte* q) { release(rank, q); });
   }
-  // Gives `p` back in `rank`'s stream order once none of its payloads is in transit.
+  // Gives `p` back in `rank`'s stream order once every payload `rank`
+  // posted before now has arrived (one posted later cannot be in `p`).
   void release(int rank, std::byte* p) {
-    if (in_transit_[static_cast<std::size_t>(rank)] == 0) return rt_->free(p, stream(rank));
-    deferred_[static_cast<std::size_t>(rank)].push_back(p);
+    Sender& me = senders_[static_cast<std::size_t>(rank)];
+    if (me.in_transit.empty()) return rt_->free(p, stream(rank));
+    me.deferred.emplace_back(me.posted, p);
   }
 
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
@@ -188,6 +192,7 @@ class CudaWorld::Impl {
     const std::byte* payload = nullptr;  // kDeliver: the sender's device memory (null: no device payload)
     std::vector<std::byte> host;         // kDeliver of a NACK: its text
     Event ready{};                       // kDeliver: recorded on the sender's stream by post_send
+    std::uint64_t payload_seq = 0;       // kDeliver: the sender's count of payloads posted before this one
     int peer = -1;                       // kLost: the rank lost; kSent: the frame's receiver
     std::string why;                     // kLost
   };
@@ -197,6 +202,14 @@ class CudaWorld::Impl {
     FrameHeader header;
     void* cookie = nullptr;
     std::byte* landed = nullptr;  // the receive buffer it went to; null: handed over through on_frame
+    std::uint64_t payload_seq = 0;
+  };
+  // A rank's payloads in transit (queued or being read), by the order it
+  // posted them, and the releases of its memory that wait for them.
+  struct Sender {
+    std::uint64_t posted = 0;
+    std::set<std::uint64_t> in_transit;
+    std::deque<std::pair<std::uint64_t, std::byte*>> deferred;  // (payloads posted before it, memory), in order
   };
 
   Event take_event(int dev) {
@@ -210,13 +223,16 @@ class CudaWorld::Impl {
 
   bool told_lost(int rank, int peer) const { return told_lost_[static_cast<std::size_t>(rank * size() + peer)]; }
 
-  // A payload of `src` is no longer in transit: its deferred releases may go.
-  void arrived(int src) {
-    std::size_t& n = in_transit_[static_cast<std::size_t>(src)];
-    if (--n != 0) return;
-    auto frees = std::move(deferred_[static_cast<std::size_t>(src)]);
-    deferred_[static_cast<std::size_t>(src)].clear();
-    for (std::byte* p : frees) rt_->free(p, stream(src));
+  // Payload `seq` of `src` is no longer in transit: the releases that
+  // waited only for payloads before the oldest one still in transit go.
+  void arrived(int src, std::uint64_t seq) {
+    Sender& me = senders_[static_cast<std::size_t>(src)];
+    me.in_transit.erase(seq);
+    const std::uint64_t oldest = me.in_transit.empty() ? me.posted : *me.in_transit.begin();
+    while (!me.deferred.empty() && me.deferred.front().first <= oldest) {
+      rt_->free(me.deferred.front().second, stream(src));
+      me.deferred.pop_front();
+    }
   }
 
   void complete_send(int src, int dst, void* cookie) {
@@ -256,13 +272,13 @@ class CudaWorld::Impl {
     }
     if (crashed(dst) || crashed(src)) {
       give_event(device(src), it.ready);
-      return arrived(src);
+      return arrived(src, it.payload_seq);
     }
     const Stream on = stream(dst);
     if (bug_ != TransportBug::kSkipsPeerWait) rt_->wait(on, it.ready);  // the bug: no wait
     give_event(device(src), it.ready);  // the wait captured it; it may be recorded again
     const std::size_t bytes = it.header.bytes;
-    InFlight f{take_event(device(dst)), it.header, it.ptr, nullptr};
+    InFlight f{take_event(device(dst)), it.header, it.ptr, nullptr, it.payload_seq};
     const FrameSink::Landing l = rank(dst).sink()->landing_zone(it.header);
     if (l.dst.data() && l.dst.size() == bytes) {
       f.landed = l.dst.data();
@@ -282,7 +298,7 @@ class CudaWorld::Impl {
   void finish(const InFlight& f) {
     const int src = f.header.src, dst = f.header.dst;
     give_event(device(dst), f.done);
-    arrived(src);
+    arrived(src, f.payload_seq);
     if (f.landed && !crashed(dst)) rank(dst).sink()->on_frame(f.header, {f.landed, f.header.bytes});
     if (!crashed(src)) complete_send(src, dst, f.cookie);
   }
@@ -320,8 +336,7 @@ class CudaWorld::Impl {
   std::multimap<Nanos, std::pair<int, void*>> timers_;
   std::vector<bool> dead_;
   std::vector<bool> told_lost_;                    // [rank * n + peer]: rank's sink heard peer is lost
-  std::vector<std::size_t> in_transit_;            // per rank: its payloads queued or being read
-  std::vector<std::vector<std::byte*>> deferred_;  // per rank: releases waiting for in_transit_ to reach 0
+  std::vector<Sender> senders_;  // per rank
   std::uint64_t events_ = 0;
   Nanos jump_ = 0;
   bool running_ = false;

@@ -35,10 +35,10 @@
 // at all left it throws kDeadlock. The clock is logical, so a run on
 // HostRuntime is a function of its seed.
 //
-// Memory released by a rank (allocate()'s scratch, DeviceBuffers) goes back
-// to the runtime, in the rank's stream order, only once none of that rank's
-// payloads is still queued or being read: an op that failed with sends in
-// flight never frees memory under their reader.
+// Memory released by a rank (allocate()'s scratch, DeviceTensors) goes back
+// to the runtime, in the rank's stream order, only once every payload the
+// rank posted before the release has arrived (been read): an op that failed
+// with sends in flight never frees memory under their reader.
 #pragma once
 
 #include <cstdint>

@@ -373,6 +373,35 @@ TEST(CudaTransport, DeviceTensorsRoundTripThroughTheCommunicatorDirectly) {
   }
 }
 
+// The core frees an op's scratch when the op ends, even one that failed
+// with its sends still in flight; the transport keeps that memory until
+// their readers ran. Here the sender drops its tensor right after isend.
+TEST(CudaTransport, MemoryReleasedUnderAPayloadInTransitWaitsForItsReader) {
+  COLLIE_SKIP_UNLESS_HOST_RUNTIME();
+  for (int seed = 1; seed <= 20; ++seed) {
+    TestWorld tw(2, {.seed = static_cast<std::uint64_t>(seed), .devices = 2});
+    CudaWorld& w = *tw.world;
+    std::vector<std::int64_t> got;
+    const RunResult res = tw.local->run([&](Communicator& c) -> Task<void> {
+      if (c.rank() == 0) {
+        Work sent;
+        {
+          const DeviceTensor t = to_device(w, 0, block_of(0, 0, 64).view());
+          sent = c.isend(t, 1, 0);
+        }  // released here, with the payload queued
+        co_await sent;
+      } else {
+        const DeviceTensor t = to_device(w, 1, zeros(64).view());
+        co_await c.recv(t, 0, 0);
+        const Tensor h = to_host(w, 1, t.view());
+        for (std::size_t k = 0; k < 64; ++k) got.push_back(h.get_int(k));
+      }
+    });
+    ASSERT_TRUE(res.ok()) << "seed " << seed << ": " << res.describe();
+    for (std::size_t k = 0; k < 64; ++k) EXPECT_EQ(got[k], value(0, 0, k)) << "seed " << seed;
+  }
+}
+
 TEST(CudaTransport, ACrashedRanksPeersAreToldAndTheRestCarryOn) {
   COLLIE_SKIP_WITHOUT_RUNTIME();
   TestWorld tw(3, {.seed = 4});
