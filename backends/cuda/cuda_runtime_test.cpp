@@ -1,4 +1,4 @@
-// CudaRuntime against the device runtime contract (runtime_contract_test.h)
+// CudaRuntime against the device runtime contract (testing/runtime_contract.h)
 // on a GPU. Where no CUDA device is usable every test skips, saying why in
 // the driver's words ("no CUDA device: ..."); scripts/gpu_check.sh runs it
 // where one is.
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cuda/runtime_contract_test.h"
+#include "backends/cuda/testing/runtime_contract.h"
 #include "core/error.h"
 
 namespace collie::cuda {

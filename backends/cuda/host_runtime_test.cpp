@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "backends/cuda/runtime_contract_test.h"
+#include "backends/cuda/testing/runtime_contract.h"
 #include "core/error.h"
 
 namespace collie::cuda {
