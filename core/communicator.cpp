@@ -289,6 +289,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
   if (is_send && blocking && peer == rank_)
     invalid(op, g, "a blocking send to itself can never complete; use isend and irecv", {peer});
   if (t.count > 0 && t.data == nullptr) invalid(op, g, "tensor has no data");
+  check_space(op, g, {&t, 1}, "tensor");
 
   auto info = new_op(op, g, static_cast<std::int64_t>(++g.p2p_seq));
   info->is_send = is_send;
@@ -321,6 +322,18 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
 }
 
 // ---- collectives ------------------------------------------------------------
+
+void Communicator::check_space(const std::string& op, const GroupState& g, std::span<const TensorView> tensors,
+                               const char* what) const {
+  const MemorySpace want = t_.memory_space();
+  auto name = [](MemorySpace m) { return m == MemorySpace::kHost ? "host" : "device"; };
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].count == 0 || tensors[i].space == want) continue;
+    invalid(op, g, std::string(what) + (tensors.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " is in " +
+                       name(tensors[i].space) + " memory, but this rank's transport keeps tensors in " + name(want) +
+                       " memory (core/transport.h: memory_space())");
+  }
+}
 
 void Communicator::check_root(const std::string& op, const GroupState& g, int root) const {
   if (root < 0 || root >= world_size_)
@@ -385,6 +398,7 @@ Work Communicator::broadcast(TensorView t, int src, const Group& group, Collecti
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "broadcast on " + g.name + ": not a member");
   check_root("broadcast", g, src);
+  check_space("broadcast", g, {&t, 1}, "tensor");
   const Algorithm a = choose("broadcast", CollectiveKind::kBroadcast, g, t.bytes(), o);
   const int root = index_in(g, src);
   CollectiveCall call{"broadcast", &g, {}, {}};
@@ -402,6 +416,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "reduce on " + g.name + ": not a member");
   check_root("reduce", g, dst);
+  check_space("reduce", g, {&t, 1}, "tensor");
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("reduce", g, *why);
   const Algorithm a = choose("reduce", CollectiveKind::kReduce, g, t.bytes(), o);
   const int root = index_in(g, dst);
@@ -427,6 +442,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "all_reduce on " + g.name + ": not a member");
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("all_reduce", g, *why);
+  check_space("all_reduce", g, {&t, 1}, "tensor");
   const Algorithm a = choose("all_reduce", CollectiveKind::kAllReduce, g, t.bytes(), o);
   const int n = static_cast<int>(g.ranks().size());
   CollectiveCall call{"all_reduce", &g, {}, {}};
@@ -476,6 +492,8 @@ Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> 
     invalid("scatter", g, "scatter_list must be empty on non-source ranks (the source is rank " +
                               std::to_string(src) + ")");
   }
+  check_space("scatter", g, {&out, 1}, "the output tensor");
+  check_space("scatter", g, list, "scatter_list");
   const Algorithm a = choose("scatter", CollectiveKind::kScatter, g, out.bytes(), o);
   const int root = index_in(g, src);
   CollectiveCall call{"scatter", &g, {}, {}};
@@ -508,6 +526,8 @@ Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> li
     invalid("gather", g, "gather_list must be empty on non-destination ranks (the destination is rank " +
                              std::to_string(dst) + ")");
   }
+  check_space("gather", g, {&in, 1}, "the input tensor");
+  check_space("gather", g, list, "gather_list");
   const Algorithm a = choose("gather", CollectiveKind::kGather, g, in.bytes(), o);
   const int root = index_in(g, dst);
   CollectiveCall call{"gather", &g, {}, {}};
@@ -534,6 +554,8 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
     if (list[i].dtype != in.dtype || list[i].count != in.count)
       invalid("all_gather", g, "tensor_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                    " but the input tensor is " + describe_tensor(in));
+  check_space("all_gather", g, {&in, 1}, "the input tensor");
+  check_space("all_gather", g, list, "tensor_list");
   return launch_all_gather(g, algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), in, o);
 }
 
@@ -546,6 +568,8 @@ Work Communicator::all_gather_into_tensor(TensorView out, TensorView in, const G
                                              std::to_string(n) + " ranks and the input tensor is " +
                                              describe_tensor(in) + " (the output needs " +
                                              std::to_string(n * in.count) + " elements of its dtype)");
+  check_space("all_gather_into_tensor", g, {&in, 1}, "the input tensor");
+  check_space("all_gather_into_tensor", g, {&out, 1}, "the output tensor");
   return launch_all_gather(g, algorithms::Blocks(out, in.count), in, o);
 }
 
@@ -574,6 +598,8 @@ Work Communicator::reduce_scatter(TensorView out, std::span<const TensorView> li
     if (list[i].dtype != out.dtype || list[i].count != out.count)
       invalid("reduce_scatter", g, "input_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                        " but the output tensor is " + describe_tensor(out));
+  check_space("reduce_scatter", g, {&out, 1}, "the output tensor");
+  check_space("reduce_scatter", g, list, "input_list");
   return launch_reduce_scatter("reduce_scatter", g, out,
                                algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), op, o);
 }
@@ -588,6 +614,8 @@ Work Communicator::reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp
                                             std::to_string(n) + " ranks and the output tensor is " +
                                             describe_tensor(out) + " (the input needs " +
                                             std::to_string(n * out.count) + " elements of its dtype)");
+  check_space("reduce_scatter_tensor", g, {&out, 1}, "the output tensor");
+  check_space("reduce_scatter_tensor", g, {&in, 1}, "the input tensor");
   return launch_reduce_scatter("reduce_scatter_tensor", g, out, algorithms::Blocks(in, out.count), op, o);
 }
 
@@ -623,6 +651,8 @@ Work Communicator::all_to_all(std::span<const TensorView> out, std::span<const T
     if (static_cast<int>(list.size()) != n)
       invalid("all_to_all", g, std::string(what) + " has " + std::to_string(list.size()) + " tensors but " + g.name +
                                    " has " + std::to_string(n) + " ranks");
+  check_space("all_to_all", g, out, "output_list");
+  check_space("all_to_all", g, in, "input_list");
   return launch_all_to_all("all_to_all", g, std::vector<TensorView>(out.begin(), out.end()),
                            std::vector<TensorView>(in.begin(), in.end()), o);
 }
@@ -632,6 +662,8 @@ Work Communicator::all_to_all_single(TensorView out, TensorView in, std::span<co
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "all_to_all_single on " + g.name + ": not a member");
   const std::size_t n = g.ranks().size();
+  check_space("all_to_all_single", g, {&out, 1}, "the output tensor");
+  check_space("all_to_all_single", g, {&in, 1}, "the input tensor");
   std::vector<TensorView> out_blocks, in_blocks;
   try {
     out_blocks = split_blocks(out, out_splits, n, "output", g.name);
