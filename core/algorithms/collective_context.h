@@ -41,6 +41,7 @@ class CollectiveContext {
 
   int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
+  const OpInfo& info() const { return *info_; }
   std::uint32_t context() const { return context_; }
   std::uint64_t seq() const { return fp_.seq; }
 
@@ -81,10 +82,11 @@ class CollectiveContext {
     stop_if_ended();
     if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
   }
-  // A scratch tensor in the transport's memory; `holder` keeps it alive.
+  // A scratch tensor in the transport's memory (its memory_space(), where
+  // the call's tensors are too); `holder` keeps it alive.
   TensorView scratch(DType dtype, std::size_t count, std::shared_ptr<std::byte>& holder) {
     holder = t_.allocate(count * dtype_size(dtype));
-    return TensorView{holder.get(), dtype, count, MemorySpace::kHost};
+    return TensorView{holder.get(), dtype, count, t_.memory_space()};
   }
 
  private:
