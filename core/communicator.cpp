@@ -356,15 +356,12 @@ Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const
 namespace {
 
 // The call's context and body live in this frame (one pooled allocation per
-// call): `body(ctx)` makes the algorithm's coroutine. `g` is read only before
-// the first suspension (the context copies what it needs); `engine` and `t`
-// outlive the frame (the communicator's registry destroys it first).
+// call): `body(ctx)` makes the algorithm's coroutine. `engine` outlives the
+// frame (the communicator's registry destroys it first). The context comes
+// in made (a coroutine keeps each parameter and each local in its frame
+// for its whole life: what the context is made of would be kept twice).
 template <typename Body>
-Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g, Fingerprint fp,
-                       std::shared_ptr<OpInfo> info, OpObserver* observer, Body body,
-                       std::shared_ptr<WorkState> outer) {
-  CollectiveContext ctx(engine, t, g, fp, std::move(info), observer);
-  ctx.bind(outer);
+Spawned run_collective(MessageEngine& engine, CollectiveContext ctx, Body body, std::shared_ptr<WorkState> outer) {
   std::exception_ptr err;
   try {
     co_await body(ctx);
@@ -373,6 +370,33 @@ Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g,
   }
   engine.end_collective(ctx.context(), ctx.seq());
   outer->finish(err);
+}
+
+// The all_reduce algorithm `a` on `t` (not started: a Task is lazy).
+Task<void> all_reduce_algorithm(CollectiveContext& c, Algorithm a, TensorView t, ReduceOp op, std::size_t seg) {
+  // Every value is named: an algorithm added to Algorithm must be placed
+  // here (-Werror=switch) before it can reach all_reduce.
+  switch (a) {
+    case Algorithm::kRing: return algorithms::ring_all_reduce(c, t, op, seg);
+    case Algorithm::kHalvingDoubling: return algorithms::halving_doubling_all_reduce(c, t, op);
+    case Algorithm::kRecursiveDoubling: return algorithms::recursive_doubling_all_reduce(c, t, op);
+    case Algorithm::kAuto:
+    case Algorithm::kBinomialTree:
+    case Algorithm::kLinear:
+    case Algorithm::kDissemination:
+    case Algorithm::kBruck:
+    case Algorithm::kPairwise:
+      break;
+  }
+  throw Error(ErrorKind::kUsage, c.info().context(),
+              "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
+              "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
+}
+
+// `algorithm`, then the division of an average.
+Task<void> then_average(Task<void> algorithm, TensorView t, int n, Transport* tr) {
+  co_await std::move(algorithm);
+  if (t.count) tr->finish_average(t.data, t.count, t.dtype, n);
 }
 
 }  // namespace
@@ -390,7 +414,9 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
-  ops_.spawn(run_collective(engine_, t_, g, call.fp, std::move(info), opts_.observer, std::move(body), outer));
+  CollectiveContext ctx(engine_, t_, g, call.fp, std::move(info), opts_.observer);
+  ctx.bind(outer);
+  ops_.spawn(run_collective(engine_, std::move(ctx), std::move(body), outer));
   return Work(outer);
 }
 
@@ -450,25 +476,13 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
                         t.count};
   Transport* tr = &t_;
   const std::size_t seg = opts_.selection.ring_segment_bytes;
+  // Not a coroutine: it hands back the algorithm's own (a frame of its
+  // own here would live as long as the call), but for an average, which
+  // has a step after it.
   auto body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
-    const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-    // Every value is named: an algorithm added to Algorithm must be placed
-    // here (-Werror=switch) before it can reach all_reduce.
-    switch (a) {
-      case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
-      case Algorithm::kHalvingDoubling: co_await algorithms::halving_doubling_all_reduce(c, t, combine); break;
-      case Algorithm::kRecursiveDoubling: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
-      case Algorithm::kAuto:
-      case Algorithm::kBinomialTree:
-      case Algorithm::kLinear:
-      case Algorithm::kDissemination:
-      case Algorithm::kBruck:
-      case Algorithm::kPairwise:
-        throw Error(ErrorKind::kUsage, c.info().context(),
-                    "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
-                    "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
-    }
-    if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+    Task<void> algorithm = all_reduce_algorithm(c, a, t, op == ReduceOp::kAvg ? ReduceOp::kSum : op, seg);
+    if (op != ReduceOp::kAvg) return algorithm;
+    return then_average(std::move(algorithm), t, n, tr);
   };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));

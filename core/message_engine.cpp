@@ -24,44 +24,6 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 
 }  // namespace
 
-std::size_t MessageEngine::Channels::slot_of(int peer) const {
-  // Fibonacci hashing: the peers of a butterfly differ in single bits.
-  const std::uint64_t h = static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) * 0x9e3779b97f4a7c15ull;
-  return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
-}
-
-const MessageEngine::Channels::Channel* MessageEngine::Channels::find(int peer) const {
-  if (slots_.empty()) return nullptr;
-  for (std::size_t i = slot_of(peer);; i = (i + 1) & (slots_.size() - 1)) {
-    if (slots_[i].peer == peer) return &slots_[i];
-    if (slots_[i].peer < 0) return nullptr;
-  }
-}
-
-MessageEngine::Channels::Channel& MessageEngine::Channels::at(int peer) {
-  if (!slots_.empty()) {
-    for (std::size_t i = slot_of(peer);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].peer == peer) return slots_[i];
-      if (slots_[i].peer < 0) break;
-    }
-  }
-  if (4 * (used_ + 1) > 3 * slots_.size()) {
-    std::vector<Channel> old = std::move(slots_);
-    slots_.assign(old.empty() ? 8 : 2 * old.size(), Channel{});
-    for (const Channel& c : old) {
-      if (c.peer < 0) continue;
-      std::size_t i = slot_of(c.peer);
-      while (slots_[i].peer >= 0) i = (i + 1) & (slots_.size() - 1);
-      slots_[i] = c;
-    }
-  }
-  std::size_t i = slot_of(peer);
-  while (slots_[i].peer >= 0) i = (i + 1) & (slots_.size() - 1);
-  ++used_;
-  slots_[i].peer = peer;
-  return slots_[i];
-}
-
 MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
     : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
 
@@ -104,13 +66,13 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
     return w;
   }
 
-  if (auto lost = lost_peers_.find(spec.dst); lost != lost_peers_.end()) {
+  if (odd_ && odd_->lost_peers.count(spec.dst)) {
     OpContext ctx = info ? info->context({spec.dst}) : OpContext{rank_, "send", "", -1, {spec.dst}};
     w->finish(std::make_exception_ptr(
-        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + lost_why_[spec.dst])));
+        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + odd_->lost_why[spec.dst])));
     return w;
   }
-  h.channel_seq = channels_.at(spec.dst).out_next++;
+  h.channel_seq = channels_.take_out(spec.dst);
   const std::uint64_t id = next_send_id_++;
   PendingSend& ps = sends_[id];
   ps.buf = spec.buf;
@@ -136,13 +98,13 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
 std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
   auto w = new_work(info);
   if (refuse_if_broken(w)) return w;
-  if (spec.src != kAnySource && lost_peers_.count(spec.src)) {
+  if (spec.src != kAnySource && odd_ && odd_->lost_peers.count(spec.src)) {
     bool already_here = false;  // a message it sent before it was lost can still be received
     for (const auto& f : unexpected_) already_here = already_here || matches(spec, f.header);
     if (!already_here) {
       OpContext ctx = info ? info->context({spec.src}) : OpContext{rank_, "recv", "", -1, {spec.src}};
       w->finish(std::make_exception_ptr(
-          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + lost_why_[spec.src])));
+          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + odd_->lost_why[spec.src])));
       return w;
     }
   }
@@ -224,33 +186,33 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
-      Channels::Channel& channel = channels_.at(h.src);
-      std::uint64_t& next = channel.in_next;
+      const std::uint64_t next = channels_.in(h.src);
       if (h.channel_seq != next) {
         if (h.channel_seq < next)
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
                                             " from rank " + std::to_string(h.src) + " was already delivered)");
-        if (early_[h.src].count(h.channel_seq))
+        auto& early = odd().early;
+        if (early[h.src].count(h.channel_seq))
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
                                             " from rank " + std::to_string(h.src) + " is already held for order)");
-        early_[h.src][h.channel_seq] = store(h, payload.data(), payload.size());
+        early[h.src][h.channel_seq] = store(h, payload.data(), payload.size());
         return;
       }
-      ++next;
+      channels_.advance_in(h.src);
       process_in_order(h, payload);
-      // Frames that were waiting for this one. (`channel` may have moved:
-      // process_in_order() can send to a new peer.)
-      if (early_.empty()) return;
-      auto eit = early_.find(h.src);
-      if (eit == early_.end()) return;
+      // Frames that were waiting for this one.
+      if (!odd_ || odd_->early.empty()) return;
+      auto& early = odd_->early;
+      auto eit = early.find(h.src);
+      if (eit == early.end()) return;
       auto& q = eit->second;
-      while (!q.empty() && q.begin()->first == channels_.at(h.src).in_next) {
+      while (!q.empty() && q.begin()->first == channels_.in(h.src)) {
         StoredFrame f = std::move(q.begin()->second);
         q.erase(q.begin());
-        ++channels_.at(h.src).in_next;
+        channels_.advance_in(h.src);
         process_in_order(f.header, f.bytes());
       }
-      if (q.empty()) early_.erase(h.src);
+      if (q.empty()) early.erase(h.src);
       return;
     }
     case FrameKind::kCts: {
@@ -317,8 +279,8 @@ void MessageEngine::on_send_complete(void* cookie) {
 }
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
-  if (!clean) lost_peers_.insert(peer);
-  lost_why_[peer] = why;
+  if (!clean) odd().lost_peers.insert(peer);
+  odd().lost_why[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
     OpContext ctx = info ? info->context({peer}) : OpContext{rank_, "", "", -1, {peer}};
     return std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(peer) + ": " + why));
@@ -479,12 +441,14 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
                                      std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
                                      std::shared_ptr<const std::vector<int>> members) {
   // Lost peers are few; members may be the whole world (sorted).
-  for (int m : lost_peers_) {
-    if (!members || !std::binary_search(members->begin(), members->end(), m)) continue;
-    OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
-    outer->finish(std::make_exception_ptr(
-        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + lost_why_[m])));
-    return;
+  if (odd_) {
+    for (int m : odd_->lost_peers) {
+      if (!members || !std::binary_search(members->begin(), members->end(), m)) continue;
+      OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
+      outer->finish(std::make_exception_ptr(
+          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + odd_->lost_why[m])));
+      return;
+    }
   }
   ActiveCollective& a = active_[{context, fp.seq}];
   a.members = std::move(members);
@@ -678,12 +642,12 @@ std::vector<MessageEngine::Wait> MessageEngine::waits() const {
 
 std::vector<MessageEngine::HeldForOrder> MessageEngine::held_for_order() const {
   std::vector<HeldForOrder> out;
-  for (const auto& [src, q] : early_) {
+  if (!odd_) return out;
+  for (const auto& [src, q] : odd_->early) {
     if (q.empty()) continue;
     HeldForOrder h;
     h.src = src;
-    const Channels::Channel* c = channels_.find(src);
-    h.missing_seq = c ? c->in_next : 0;
+    h.missing_seq = channels_.in(src);
     for (const auto& [seq, f] : q) h.held.push_back(f.header);
     out.push_back(std::move(h));
   }

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/channel_table.h"
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/group.h"
@@ -163,7 +164,7 @@ class MessageEngine final : public FrameSink {
   std::vector<std::string> describe_unexpected() const;
 
   // Whether the transport reported `peer` lost (on_peer_lost), cleanly or not.
-  bool told_lost(int peer) const { return lost_why_.count(peer) != 0; }
+  bool told_lost(int peer) const { return odd_ && odd_->lost_why.count(peer) != 0; }
 
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
@@ -230,34 +231,10 @@ class MessageEngine final : public FrameSink {
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
   void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
 
-  // This rank's channels: per peer, the next channel_seq to send to it and
-  // the next one expected from it (0 for a peer never talked to). Every
-  // frame looks its peer up, and a rank talks to few peers (log n for the
-  // trees and butterflies), so: one array, open addressing on the peer's
-  // rank, linear probing, at most 3/4 full -- no node per peer.
-  class Channels {
-   public:
-    struct Channel {
-      std::int32_t peer = -1;  // -1: a free slot
-      std::uint64_t out_next = 0;
-      std::uint64_t in_next = 0;
-    };
-    // The channel of `peer` (>= 0), made on first use.
-    Channel& at(int peer);
-    // The channel of `peer`, or null if it was never used.
-    const Channel* find(int peer) const;
-
-   private:
-    std::size_t slot_of(int peer) const;
-    std::vector<Channel> slots_;  // capacity a power of two, or empty
-    std::size_t used_ = 0;
-  };
-
   Transport& t_;
   const int rank_;
   const std::size_t eager_threshold_;
-  Channels channels_;
-  std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
+  ChannelTable<> channels_;
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
   std::uint64_t frames_received_ = 0;
   bool in_post_send_ = false;  // inside Transport::post_send(): completing a send now breaks the contract
@@ -281,8 +258,18 @@ class MessageEngine final : public FrameSink {
   // Sorted by context (groups are made in order, so this only appends).
   std::vector<KnownContext> contexts_;
   const KnownContext* known(std::uint32_t context) const;
-  std::set<int> lost_peers_;
-  std::map<int, std::string> lost_why_;
+  // What only a misbehaving transport or a lost peer gives a rank, made
+  // the first time it does (a simulation holds every rank's engine).
+  struct Irregular {
+    std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early;  // arrived ahead of order
+    std::set<int> lost_peers;
+    std::map<int, std::string> lost_why;
+  };
+  std::unique_ptr<Irregular> odd_;
+  Irregular& odd() {
+    if (!odd_) odd_ = std::make_unique<Irregular>();
+    return *odd_;
+  }
   SpawnRegistry spawned_;
 };
 
