@@ -105,11 +105,13 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
                          const GroupState& g, Nanos timeout_override, bool collective) {
   if (OpObserver* obs = opts_.observer) {
     obs->op_begin(rank_, info->id, *info, t_.now());
+  }
+  if (OpObserver* obs = opts_.observer; obs && obs->wants_op_end()) {
     WorkState* raw = w.get();
     Transport* t = &t_;
     const int rank = rank_;
     const std::uint64_t id = info->id;
-    w->on_finish = [obs, raw, t, rank, id] {
+    w->more().on_finish = [obs, raw, t, rank, id] {
       std::string err;
       if (raw->error) {
         try {

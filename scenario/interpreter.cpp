@@ -105,7 +105,6 @@ struct Interpreter::State {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::vector<Tensor>> lists;
   std::map<std::string, Group> groups;
-  std::map<std::string, std::uint64_t> coll_seq;  // by group name
   std::map<std::string, Handle> handles;
   check::CallRecorder recorder;
 

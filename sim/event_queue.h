@@ -28,15 +28,21 @@
 
 namespace collie::sim {
 
+// 40 bytes: a large world has several pending per rank.
 struct Event {
   Nanos time = 0;
   std::uint64_t tiebreak = 0;  // drawn from the run's Prng when pushed
   std::uint64_t order = 0;     // unique: the push count
-  void* ptr = nullptr;         // the simulator's payload (a coroutine, a send cookie)
+  // The simulator's payload: a pointer (a coroutine, a send cookie) or a
+  // number (a frame's slot, a rank), as its kind says.
+  std::uint64_t payload = 0;
   std::int32_t rank = 0;
-  std::uint32_t frame = 0;
   std::uint8_t kind = 0;
+
+  void* ptr() const { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(payload)); }
+  std::uint32_t frame() const { return static_cast<std::uint32_t>(payload); }
 };
+static_assert(sizeof(Event) == 40);
 
 // Whether `a` runs before `b`.
 inline bool runs_before(const Event& a, const Event& b) {

@@ -188,12 +188,18 @@ void Simulator::step_begin(int rank, std::uint64_t id, const std::string& step, 
   }
 }
 
+bool Simulator::wants_steps() const {
+  return trace_ || std::any_of(plan_.crashes.begin(), plan_.crashes.end(),
+                               [](const Crash& c) { return !c.at_step.empty(); });
+}
+
 Simulator::~Simulator() = default;
 
 Transport& Simulator::transport(int rank) { return ep(rank); }
 
 void Simulator::push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame) {
-  queue_.push(Event{time, prng_.next(), order_++, ptr, rank, frame, static_cast<std::uint8_t>(kind)});
+  const std::uint64_t payload = ptr ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)) : frame;
+  queue_.push(Event{time, prng_.next(), order_++, payload, rank, static_cast<std::uint8_t>(kind)});
 }
 
 void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
@@ -403,13 +409,13 @@ void Simulator::prefetch(const Event& e) const {
   __builtin_prefetch(&endpoints_[static_cast<std::size_t>(e.rank)]);
   switch (static_cast<EventKind>(e.kind)) {
     case EventKind::kDeliver: {
-      const auto* f = reinterpret_cast<const char*>(&frames_in_flight_[e.frame]);
+      const auto* f = reinterpret_cast<const char*>(&frames_in_flight_[e.frame()]);
       __builtin_prefetch(f);
       __builtin_prefetch(f + 64);
       __builtin_prefetch(f + 128);
       break;
     }
-    case EventKind::kResume: __builtin_prefetch(e.ptr); break;
+    case EventKind::kResume: __builtin_prefetch(e.ptr()); break;
     default: break;
   }
 }
@@ -435,19 +441,19 @@ void Simulator::process(const Event& e) {
     }
     case EventKind::kPeerLost:
       // A live rank's transport notices that rank e.frame's connection died.
-      at.sink->on_peer_lost(static_cast<int>(e.frame),
-                            "rank " + std::to_string(e.frame) + " crashed (its connection was reset)", false);
+      at.sink->on_peer_lost(static_cast<int>(e.frame()),
+                            "rank " + std::to_string(e.frame()) + " crashed (its connection was reset)", false);
       return;
     case EventKind::kResume:
-      std::coroutine_handle<>::from_address(e.ptr).resume();
+      std::coroutine_handle<>::from_address(e.ptr()).resume();
       return;
     case EventKind::kSendComplete:
-      at.sink->on_send_complete(e.ptr);
+      at.sink->on_send_complete(e.ptr());
       return;
     case EventKind::kDeliver: {
       // Move the frame out first: the sink may post sends that reuse slots.
-      InFlight f = std::move(frames_in_flight_[e.frame]);
-      free_frames_.push_back(e.frame);
+      InFlight f = std::move(frames_in_flight_[e.frame()]);
+      free_frames_.push_back(e.frame());
       const FrameHeader& h = f.header;
       if (at.crashed) {
         record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
@@ -506,7 +512,7 @@ bool Simulator::pop_explored(Event& out) {
     for (std::size_t i = 0; i < heap_.size(); ++i) {
       const Event& e = heap_[i];
       if (e.time != t || e.rank != dst) continue;
-      const int src = frames_in_flight_[e.frame].header.src;
+      const int src = frames_in_flight_[e.frame()].header.src;
       auto it = first.find(src);
       if (it == first.end() || e.order < heap_[it->second].order) first[src] = i;
     }
@@ -516,7 +522,7 @@ bool Simulator::pop_explored(Event& out) {
       std::vector<std::string> labels;
       std::vector<std::size_t> index;
       for (const auto& [src, i] : first) {
-        const FrameHeader& h = frames_in_flight_[heap_[i].frame].header;
+        const FrameHeader& h = frames_in_flight_[heap_[i].frame()].header;
         labels.push_back("rank " + std::to_string(dst) + " gets rank " + std::to_string(src) + "'s frame (tag " +
                          std::to_string(h.tag) + ") first");
         index.push_back(i);

@@ -88,15 +88,18 @@ class Simulator final : public OpObserver {
   void op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos now) override;
   void op_end(int rank, std::uint64_t id, const std::string& error, Nanos now) override;
   void step_begin(int rank, std::uint64_t id, const std::string& step, Nanos now) override;
+  // Ends are only traced; steps are traced and targeted by crash faults.
+  bool wants_op_end() const override { return trace_ != nullptr; }
+  bool wants_steps() const override;
 
  private:
   class Endpoint;
   friend class Endpoint;
   // Worlds from this size on run with the heap on huge pages.
   static constexpr int kHugePagesFromRanks = 8192;
-  // An Event's kind. Its ptr: the coroutine (kResume) or the send cookie
-  // (kSendComplete); its frame: the slot in frames_in_flight_ (kDeliver) or
-  // the crashed rank (kPeerLost).
+  // An Event's kind. Its ptr(): the coroutine (kResume) or the send cookie
+  // (kSendComplete); its frame(): the slot in frames_in_flight_ (kDeliver)
+  // or the crashed rank (kPeerLost). push() takes one or the other.
   enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash, kPeerLost };
   struct InFlight {
     FrameHeader header;

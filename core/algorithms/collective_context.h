@@ -52,7 +52,7 @@ class CollectiveContext {
   void step(const char* phase, int index = -1) {
     info_->step_phase = phase;
     info_->step_index = index;
-    if (observer_) observer_->step_begin(info_->rank, info_->id, info_->step(), t_.now());
+    if (observer_ && observer_->wants_steps()) observer_->step_begin(info_->rank, info_->id, info_->step(), t_.now());
   }
 
   Work send(int peer, int tag, TensorView buf) {

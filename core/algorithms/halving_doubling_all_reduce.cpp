@@ -56,33 +56,41 @@ Exchange start_step(CollectiveContext& c, const Fold& f, TensorView t, ReduceOp 
   return {std::move(s), std::move(rv)};
 }
 
+// The fold's or unfold's exchange of this rank (none when it has no
+// partner or the world is a power of two).
+Work fold(CollectiveContext& c, const Fold& f, TensorView t, ReduceOp op) {
+  if (f.role == Fold::kNone) return {};
+  c.step("fold");
+  return f.role == Fold::kSender ? c.send(f.partner, kFoldTag, t) : c.recv_reduce(f.partner, kFoldTag, t, op);
+}
+Work unfold(CollectiveContext& c, const Fold& f, TensorView t) {
+  if (f.role == Fold::kNone) return {};
+  c.step("unfold");
+  return f.role == Fold::kReceiver ? c.send(f.partner, kUnfoldTag, t) : c.recv(f.partner, kUnfoldTag, t);
+}
+
 }  // namespace
 
+// A coroutine keeps every local and every awaited temporary in its frame,
+// each in a place of its own, for the whole call on every rank: so one
+// exchange, reused by every co_await, and the rest in plain functions.
 Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op) {
   if (c.size() == 1) co_return;
   const Fold f = fold_to_power_of_two(c.size(), c.rank());
-
-  if (f.role != Fold::kNone) c.step("fold");
-  if (f.role == Fold::kSender) {
-    co_await c.send(f.partner, kFoldTag, t);
-  } else if (f.role == Fold::kReceiver) {
-    co_await c.recv_reduce(f.partner, kFoldTag, t, op);
-  }
+  Exchange x;
+  x.recv = fold(c, f, t, op);
+  co_await x.recv;
   if (f.new_rank >= 0) {
     int levels = 0;
     for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1) ++levels;
     for (int step = 0; step < 2 * levels; ++step) {
-      Exchange x = start_step(c, f, t, op, levels, step);
+      x = start_step(c, f, t, op, levels, step);
       co_await x.send;
       co_await x.recv;
     }
   }
-  if (f.role != Fold::kNone) c.step("unfold");
-  if (f.role == Fold::kReceiver) {
-    co_await c.send(f.partner, kUnfoldTag, t);
-  } else if (f.role == Fold::kSender) {
-    co_await c.recv(f.partner, kUnfoldTag, t);
-  }
+  x.recv = unfold(c, f, t);
+  co_await x.recv;
 }
 
 }  // namespace collie::algorithms
