@@ -9,12 +9,14 @@
 // Layout: a rank talks to few peers (log n for the trees and butterflies)
 // but a simulation holds every rank's table at once, so a peer's counters
 // are kept in `Low` (32 bits) inside one open-addressed array (linear
-// probing, at most 3/4 full, 12 bytes a peer: no node per peer), and move
+// probing, at most 7/8 full, grown by a quarter: 12 bytes a peer and no
+// node per peer; 17 peers take 20 slots), and move
 // to a side map only once one of them outgrows `Low` -- after 2^32 frames
 // on one channel, i.e. never in a simulation. (Tests use 8 bits to get
 // there.)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -66,15 +68,17 @@ class ChannelTable {
   };
 
   std::size_t home(int peer) const {
-    // Fibonacci hashing: the peers of a butterfly differ in single bits.
+    // Fibonacci hashing (the peers of a butterfly differ in single bits),
+    // its top 32 bits scaled to the table's size.
     const std::uint64_t h = static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) * 0x9e3779b97f4a7c15ull;
-    return static_cast<std::size_t>(h >> 32) & (slots_.size() - 1);
+    return static_cast<std::size_t>(((h >> 32) * slots_.size()) >> 32);
   }
+  std::size_t next(std::size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
   static int peer_of(const Slot& s) { return static_cast<int>(s.key & ~kWide); }
 
   const Slot* find(int peer) const {
     if (slots_.empty()) return nullptr;
-    for (std::size_t i = home(peer);; i = (i + 1) & (slots_.size() - 1)) {
+    for (std::size_t i = home(peer);; i = next(i)) {
       if (slots_[i].key == kFree) return nullptr;
       if (peer_of(slots_[i]) == peer) return &slots_[i];
     }
@@ -82,9 +86,9 @@ class ChannelTable {
   // The slot of `peer`, made on first use.
   Slot& slot(int peer) {
     if (const Slot* s = find(peer)) return const_cast<Slot&>(*s);
-    if (4 * (used_ + 1) > 3 * slots_.size()) {
+    if (8 * (used_ + 1) > 7 * slots_.size()) {
       std::vector<Slot> old = std::move(slots_);
-      slots_.assign(old.empty() ? 8 : 2 * old.size(), Slot{});
+      slots_.assign(old.empty() ? 8 : old.size() + std::max<std::size_t>(4, old.size() / 4), Slot{});
       for (const Slot& s : old)
         if (s.key != kFree) place(s);
     }
@@ -93,7 +97,7 @@ class ChannelTable {
   }
   Slot& place(const Slot& s) {
     std::size_t i = home(peer_of(s));
-    while (slots_[i].key != kFree) i = (i + 1) & (slots_.size() - 1);
+    while (slots_[i].key != kFree) i = next(i);
     return slots_[i] = s;
   }
   // Moves `s`'s counters to wide_.
@@ -103,7 +107,7 @@ class ChannelTable {
     return (*wide_)[peer] = {s.out, s.in};
   }
 
-  std::vector<Slot> slots_;  // capacity a power of two, or empty
+  std::vector<Slot> slots_;  // empty, or at least 8 with a free one
   std::size_t used_ = 0;
   // (out, in) of the peers past Low; made when the first one is.
   std::unique_ptr<std::map<int, std::pair<std::uint64_t, std::uint64_t>>> wide_;
