@@ -38,6 +38,7 @@ class CollectiveContext {
 
   // The call's Work: once it has completed, the algorithm must stop.
   void bind(std::shared_ptr<WorkState> outer) { outer_ = std::move(outer); }
+  const std::shared_ptr<WorkState>& call_work() const { return outer_; }
 
   int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
