@@ -188,7 +188,7 @@ struct Interpreter::State {
       }
       check_conflicts(step, rooted_here(step));
       if (step.kind == StepKind::kWait) {
-        for (const auto& h : step.handles) co_await finish(handles[h]);
+        co_await wait_for(step);
         continue;
       }
       Started op = execute(step);  // a step other than an op: no Work, done
@@ -199,7 +199,16 @@ struct Interpreter::State {
       co_await op.work;
       if (op.done) op.done();
     }
-    // Ops started asynchronously and never waited for finish here.
+    co_await finish_all();
+  }
+
+  // Waits run in coroutines of their own, whose loops' state lives only
+  // while they wait (in run()'s frame it would live per rank for the run).
+  Task<void> wait_for(const Step& step) {
+    for (const auto& h : step.handles) co_await finish(handles[h]);
+  }
+  // Ops started asynchronously and never waited for finish here.
+  Task<void> finish_all() {
     for (auto& [name, h] : handles) co_await finish(h);
   }
 
