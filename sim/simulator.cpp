@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "sim/streaming_copy.h"
 
 namespace collie::sim {
 
@@ -48,7 +49,7 @@ class alignas(64) Simulator::Endpoint final : public Transport {
 
   // Memory: skipped in timing-only mode, where tensors have no bytes.
   void copy(void* dst, const void* src, std::size_t bytes) override {
-    if (!sim.timing_only_) Transport::copy(dst, src, bytes);
+    if (!sim.timing_only_) streaming_copy(dst, src, bytes);
   }
   void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) override {
     if (!sim.timing_only_) Transport::reduce(dst, src, count, dtype, op);
