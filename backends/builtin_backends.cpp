@@ -5,6 +5,7 @@
 // Adding a backend is one line here (docs/architecture.md).
 #include "backends/registry.h"
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/sim/sim_backend.h"
 #include "backends/tcp/tcp_backend.h"
@@ -19,6 +20,7 @@ BackendRegistry& BackendRegistry::builtin() {
     reg->add(tcp::make_tcp_backend());
     reg->add(torch::make_torch_backends());
     reg->add(mpi::make_mpi_backend());
+    for (BackendInfo& b : cuda::make_cuda_backends()) reg->add(std::move(b));
     return reg;
   }();
   return *r;

@@ -1,8 +1,10 @@
 # Runs CMD (a ;-list) and fails unless it exits with RC and, when given, its
 # output contains every entry of CONTAINS (a ;-list). With REQUIRES (mpi or
-# torch) it first asks `collie backends` (CMD's first word is collie) whether
-# that backend is available here; if not it prints "SKIPPED: <why>" and
-# stops, which the test's SKIP_REGULAR_EXPRESSION turns into a visible skip.
+# torch, or any backend `collie backends` lists) it first asks `collie
+# backends` (CMD's first word is collie) whether that backend is available
+# here; if not it prints "SKIPPED: <why>" and stops, which the test's
+# SKIP_REGULAR_EXPRESSION turns into a visible skip. REQUIRES !NAME skips
+# where NAME is available (a test of what happens without it).
 # With TWICE it runs CMD again and fails unless stdout is the same bytes.
 if(REQUIRES)
   list(GET CMD 0 collie)
@@ -11,6 +13,13 @@ if(REQUIRES)
     string(REGEX MATCH "torch:NAME\n[^\n]*\n[^\n]*\n    here: ([^\n]*)" m "${backends}")
     if(NOT CMAKE_MATCH_1 MATCHES "^torch .*gloo yes")
       message("SKIPPED: torch.distributed with gloo is not available here: ${CMAKE_MATCH_1}")
+      return()
+    endif()
+  elseif(REQUIRES MATCHES "^!(.*)")
+    set(absent "${CMAKE_MATCH_1}")
+    string(REGEX MATCH "(^|\n)${absent}\n[^\n]*\n[^\n]*\n    not available here: ([^\n]*)" m "${backends}")
+    if(NOT m)
+      message("SKIPPED: backend ${absent} is available here; this test is of a machine without it")
       return()
     endif()
   else()

@@ -77,4 +77,21 @@ std::unique_ptr<CudaWorld> make_cuda_backend(const CudaBackendSpec& spec, const 
   return std::make_unique<CudaWorld>(std::move(runtime), wo);
 }
 
+std::vector<BackendInfo> make_cuda_backends() {
+  std::vector<BackendInfo> out;
+  for (const std::string& name : cuda_backend_names()) {
+    const CudaBackendSpec spec = *parse_cuda_backend(name);
+    BackendInfo info;
+    info.name = name;
+    info.description = cuda_backend_description(spec);
+    info.selection = "--backend " + name;
+    info.unavailable = [spec] { return cuda_backend_unavailable(spec); };
+    info.create = [spec](const BackendOptions& o) -> std::unique_ptr<InProcessBackend> {
+      return make_cuda_backend(spec, o);
+    };
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 }  // namespace collie::cuda

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/backend_info.h"
 #include "backends/cuda/cuda_transport.h"
 #include "backends/cuda/host_runtime.h"
 
@@ -49,5 +50,8 @@ std::optional<std::string> cuda_backend_unavailable(const CudaBackendSpec& spec)
 // HostRuntime is seeded with options.seed. Throws Error(kUsage) where
 // cuda_backend_unavailable() says why not.
 std::unique_ptr<CudaWorld> make_cuda_backend(const CudaBackendSpec& spec, const BackendOptions& options);
+
+// Every backend above as the registry lists it (backends/builtin_backends.cpp).
+std::vector<BackendInfo> make_cuda_backends();
 
 }  // namespace collie::cuda
