@@ -1,5 +1,6 @@
 #include "tools/bench_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -7,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/registry.h"
 #include "backends/tcp/process_group.h"
 #include "core/error.h"
@@ -103,6 +105,19 @@ int run_as_processes(const BenchCommand& c, const BackendInfo& info) {
   return any_wrong(rows) ? kExitFailed : kExitOk;
 }
 
+// The ceiling a device backend's bus bandwidth is read against: the
+// runtime's own device-to-device copy rate, and the best row's busbw as a
+// ratio of it.
+void print_device_copy_rate(const cuda::CudaBackendSpec& spec, const BenchCommand& c, const std::vector<BenchRow>& rows) {
+  const std::size_t bytes = std::clamp<std::uint64_t>(c.bench.max_bytes, 1u << 20, 64u << 20);
+  const double rate = cuda::device_copy_rate_GBps(spec, bytes, 20, c.seed);
+  double best = 0;
+  for (const BenchRow& r : rows) best = std::max(best, r.busbw_GBps);
+  std::printf("# device-to-device copy on device 0 (%zu MiB, the runtime's own copies): %.3f GB/s; "
+              "best busbw is %.3fx of it\n",
+              bytes >> 20, rate, rate > 0 ? best / rate : 0.0);
+}
+
 int run_in_process(const BenchCommand& c) {
   const BackendInfo* info = BackendRegistry::builtin().find(c.backend);
   std::uint64_t events = 0;
@@ -130,6 +145,7 @@ int run_in_process(const BenchCommand& c) {
   }
   print_bench_table(std::cout, c.bench, c.nranks, what, rows);
   write_rows(c, rows);
+  if (const auto spec = cuda::parse_cuda_backend(c.backend)) print_device_copy_rate(*spec, c, rows);
   if (info->simulated) {
     std::printf("# simulated %llu events in %.2f s of wall time (%.0f events/s)\n",
                 static_cast<unsigned long long>(events), wall_s,
@@ -143,6 +159,8 @@ int run_in_process(const BenchCommand& c) {
 std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string& backend, int nranks,
                                        std::uint64_t seed, const sim::NetworkModel& network, std::uint64_t* events) {
   const BackendInfo& info = BackendRegistry::builtin().require(backend);
+  BenchOptions timed = o;
+  timed.wall_clock = info.logical_clock;
   JobOptions jo;
   jo.world_size = nranks;
   jo.seed = seed;
@@ -152,7 +170,7 @@ std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string&
   if (info.simulated) jo.simulation = &simulation;
   auto job = start_job(info, jo, false);
   std::vector<BenchRow> rows;
-  RunResult res = job->run([&](Dist& d) { return bench_rank(d, o, &rows); },
+  RunResult res = job->run([&](Dist& d) { return bench_rank(d, timed, &rows); },
                            RunContext{"seed " + std::to_string(seed), "", {}, {}});
   if (!res.ok()) throw Error(ErrorKind::kTransport, OpContext{}, res.describe());
   if (events) *events = job->events();

@@ -7,25 +7,11 @@
 namespace collie::remote {
 
 
-RemoteDist::RemoteDist(RankChannel& job, int rank, int world) : job_(job), rank_(rank), world_(world) {
-  auto w = std::make_shared<GroupState>();
-  w->id = 0;
-  w->members = world_members(world, &w->digest);
-  w->my_rank = rank;
-  w->name = "world";
-  world_group_ = Group(std::move(w));
-}
+RemoteDist::RemoteDist(RankChannel& job, int rank, int world)
+    : job_(job), rank_(rank), world_(world), world_group_(world_group_state(world, rank)) {}
 
 Group RemoteDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
-  std::vector<int> sorted = new_group_members(ranks, world_, rank_);
-  auto g = std::make_shared<GroupState>();
-  g->id = ++groups_;
-  g->digest = group_digest(sorted);
-  const auto at = std::find(sorted.begin(), sorted.end(), rank_);
-  g->my_rank = at == sorted.end() ? -1 : static_cast<int>(at - sorted.begin());
-  g->name = name.empty() ? default_group_name(g->id, sorted) : std::move(name);
-  g->members = std::make_shared<const std::vector<int>>(std::move(sorted));
-  g->timeout_ns = timeout_ns;
+  auto g = new_group_state(++groups_, new_group_members(ranks, world_, rank_), rank_, timeout_ns, std::move(name));
   job_.announce_group(rank_, g->id, ranks, timeout_ns > 0 ? timeout_ns : job_.default_timeout_ns(), g->name);
   return Group(std::move(g));
 }
