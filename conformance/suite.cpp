@@ -522,15 +522,17 @@ std::string format_matrix(const SuiteResult& r) {
   os << "conformance of backend '" << r.backend << "'";
   if (!r.implementation.empty()) os << " (" << r.implementation << ")";
   os << "\n";
-  char line[200];
-  std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", "feature", "scenarios", "properties", "skipped",
+  int name_width = 16;  // the column fits the longest feature name
+  for (const auto& [feature, row] : rows) name_width = std::max(name_width, static_cast<int>(feature.size()));
+  char line[300];
+  std::snprintf(line, sizeof line, "  %-*s %-11s %-11s %-8s %-6s %s\n", name_width, "feature", "scenarios", "properties", "skipped",
                 "notes", "result");
   os << line;
   for (const auto& [feature, row] : rows) {
     auto frac = [](int a, int b) { return b ? std::to_string(a) + "/" + std::to_string(b) : std::string("-"); };
     const bool ok = row.s_pass == row.s_total && row.p_pass == row.p_total;
     const char* verdict = !ok ? "FAIL" : row.s_total + row.p_total == 0 ? "SKIP" : "PASS";
-    std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", feature.c_str(),
+    std::snprintf(line, sizeof line, "  %-*s %-11s %-11s %-8s %-6s %s\n", name_width, feature.c_str(),
                   frac(row.s_pass, row.s_total).c_str(), frac(row.p_pass, row.p_total).c_str(),
                   row.skipped ? std::to_string(row.skipped).c_str() : "-", row.notes ? std::to_string(row.notes).c_str() : "-",
                   verdict);

@@ -1,6 +1,7 @@
 #include "tools/bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,14 @@ namespace {
 // (reduce_scatter_tensor, all_to_all_single), and sendrecv is a ring shift
 // (batch_isend_irecv: receive from rank-1, send to rank+1). Point-to-point
 // rows are not timed alone.
+// When a rank's timed loop starts or ends: the executor's clock, or the
+// host's where the backend's clock is logical.
+Nanos timestamp(Dist& c, const BenchOptions& o) {
+  if (!o.wall_clock) return c.executor().now();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::optional<OpKind> bench_op(std::string_view name) {
   if (name == "reduce_scatter") return OpKind::kReduceScatterTensor;
   if (name == "all_to_all") return OpKind::kAllToAllSingle;
@@ -324,9 +333,9 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, RowSink on_row) {
     // beyond the core's own.
     for (int i = 0; i < o.warmup_iters; ++i) co_await dispatch(c, b.call);
     co_await c.barrier();
-    const Nanos t0 = c.executor().now();
+    const Nanos t0 = timestamp(c, o);
     for (int i = 0; i < iters; ++i) co_await dispatch(c, b.call);
-    const Nanos t1 = c.executor().now();
+    const Nanos t1 = timestamp(c, o);
     Tensor slowest(DType::kFloat64, {1});
     slowest.set(0, static_cast<double>(t1 - t0) / iters);
     co_await c.all_reduce(slowest, ReduceOp::kMax);

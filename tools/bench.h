@@ -52,6 +52,9 @@ struct BenchOptions {
   Algorithm algorithm = Algorithm::kAuto;
   int root = 0;
   bool check = true;  // verify one iteration's results per size
+  // Time with the host's steady clock instead of the executor's now(): for
+  // backends whose clock counts events, not time (BackendInfo::logical_clock).
+  bool wall_clock = false;
 };
 
 struct BenchRow {

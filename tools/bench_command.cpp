@@ -1,5 +1,6 @@
 #include "tools/bench_command.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/registry.h"
 #include "backends/tcp/process_group.h"
 #include "core/error.h"
@@ -119,6 +121,19 @@ int run_as_processes(const BenchCommand& c, const BackendInfo& info) {
   return any_wrong(table->rows()) ? kExitFailed : kExitOk;
 }
 
+// The ceiling a device backend's bus bandwidth is read against: the
+// runtime's own device-to-device copy rate, and the best row's busbw as a
+// ratio of it.
+void print_device_copy_rate(const cuda::CudaBackendSpec& spec, const BenchCommand& c, const std::vector<BenchRow>& rows) {
+  const std::size_t bytes = std::clamp<std::uint64_t>(c.bench.max_bytes, 1u << 20, 64u << 20);
+  const double rate = cuda::device_copy_rate_GBps(spec, bytes, 20, c.seed);
+  double best = 0;
+  for (const BenchRow& r : rows) best = std::max(best, r.busbw_GBps);
+  std::printf("# device-to-device copy on device 0 (%zu MiB, the runtime's own copies): %.3f GB/s; "
+              "best busbw is %.3fx of it\n",
+              bytes >> 20, rate, rate > 0 ? best / rate : 0.0);
+}
+
 int run_in_process(const BenchCommand& c) {
   const BackendInfo* info = BackendRegistry::builtin().find(c.backend);
   std::string what = "backend " + c.backend;
@@ -148,6 +163,7 @@ int run_in_process(const BenchCommand& c) {
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   table.finish();
   write_rows(c, table.rows());
+  if (const auto spec = cuda::parse_cuda_backend(c.backend)) print_device_copy_rate(*spec, c, table.rows());
   if (info->simulated) {
     std::printf("# simulated %llu events in %.2f s of wall time (%.0f events/s)\n",
                 static_cast<unsigned long long>(events), wall_s,
@@ -162,6 +178,8 @@ std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string&
                                        std::uint64_t seed, const sim::NetworkModel& network, std::uint64_t* events,
                                        const RowSink& on_row) {
   const BackendInfo& info = BackendRegistry::builtin().require(backend);
+  BenchOptions timed = o;
+  timed.wall_clock = info.logical_clock;
   JobOptions jo;
   jo.world_size = nranks;
   jo.seed = seed;
@@ -172,7 +190,7 @@ std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string&
   auto job = start_job(info, jo, false);
   std::vector<BenchRow> rows;
   RunResult res = job->run([&](Dist& d) {
-                             return bench_rank(d, o, [&](const BenchRow& r) {
+                             return bench_rank(d, timed, [&](const BenchRow& r) {
                                rows.push_back(r);
                                if (on_row) on_row(r);
                              });
