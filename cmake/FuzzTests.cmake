@@ -22,6 +22,7 @@ list(FILTER fuzz_sources EXCLUDE REGEX "_test\\.cpp$|scenario/search\\.cpp$")
 set(fuzz_tests
   ${PROJECT_SOURCE_DIR}/scenario/loader_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/scenario/expr_fuzz_test.cpp
+  ${PROJECT_SOURCE_DIR}/scenario/value_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/wire_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/rendezvous_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/op_protocol_fuzz_test.cpp
