@@ -13,6 +13,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +29,63 @@ namespace {
 
 constexpr std::size_t kTailBytes = 16 * 1024;
 
+// The reaper of end_in_background(): one thread, started with the first
+// set and running while any set is being ended.
+class Reaper {
+ public:
+  ~Reaper() { wait(); }
+  void add(std::unique_ptr<ChildProcesses> children, double grace_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back({std::move(children), grace_s});
+    if (!running_) {
+      if (thread_.joinable()) thread_.join();
+      running_ = true;
+      thread_ = std::thread([this] { loop(); });
+    }
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [this] { return !running_; });
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Entry {
+    std::unique_ptr<ChildProcesses> children;
+    double grace_s;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!queue_.empty()) {
+      Entry e = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      e.children->terminate(e.grace_s);
+      e.children.reset();
+      lock.lock();
+    }
+    running_ = false;
+    idle_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::deque<Entry> queue_;
+  std::thread thread_;
+  bool running_ = false;
+};
+
+Reaper& reaper() {
+  static Reaper r;
+  return r;
+}
+
 }  // namespace
+
+void end_in_background(std::unique_ptr<ChildProcesses> children, double grace_s) {
+  if (children) reaper().add(std::move(children), grace_s);
+}
+
+void wait_for_ended_children() { reaper().wait(); }
 
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +78,16 @@ class ChildProcesses {
   pid_t group_ = -1;
   std::function<void(std::size_t, std::string_view)> on_output_;
 };
+
+// Ends `children` without waiting for them: terminate(grace_s) runs on a
+// reaper thread of this process, so that a job's teardown (mpirun's takes
+// a second) overlaps what runs next. A child's PR_SET_PDEATHSIG follows the
+// thread that started it: that thread must outlive the reaping (call
+// wait_for_ended_children() before it ends). Safe from any thread.
+void end_in_background(std::unique_ptr<ChildProcesses> children, double grace_s = 2.0);
+// Blocks until every set given to end_in_background() is reaped. Also run
+// when this process exits normally.
+void wait_for_ended_children();
 
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);

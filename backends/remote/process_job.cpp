@@ -92,7 +92,9 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
       queue(r, json{{"t", "end"}}, {});
       flush(r);
     }
-    if (children_) children_->terminate(2.0);
+    // The children end in the background: the next job need not wait for
+    // this one's launcher to shut down.
+    end_in_background(std::move(children_), 2.0);
     for (auto& r : ranks_)
       if (r.fd >= 0) ::close(r.fd);
     if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -173,6 +175,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
     // The library's own timeouts (the op timeout, passed on) fire first:
     // the margin is half the timeout, between 1 s and 5 s.
     if (options_.timeout_ns <= 0) return 60'000'000'000;
+    if (!spec_.library_timeouts) return options_.timeout_ns;
     return options_.timeout_ns + std::clamp<Nanos>(options_.timeout_ns / 2, 1'000'000'000, 5'000'000'000);
   }
   const ProcessFault* fault_for(int rank, std::uint64_t op_number) const;

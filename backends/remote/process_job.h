@@ -38,6 +38,10 @@ struct ProcessJobSpec {
   bool child_per_rank = true;
   std::string listen_host = "127.0.0.1";
   Nanos start_timeout_ns = 120'000'000'000;  // every rank joins within this
+  // The library fails an op that outlives its timeout (torch's backends,
+  // collie's core): a run is declared hung a margin after the timeout, so
+  // that the library's own error comes first. Without (MPI), at the timeout.
+  bool library_timeouts = true;
   // Turns a launch that failed (a child's exit status and last output) into
   // advice, or "" ("mpirun refuses to run as root: ...").
   std::function<std::string(const std::string& output)> explain_failed_start;
