@@ -1,5 +1,7 @@
 #include "backends/remote/child_processes.h"
 
+#include "backends/remote/fork_server.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -28,6 +30,7 @@ namespace collie::remote {
 namespace {
 
 constexpr std::size_t kTailBytes = 16 * 1024;
+constexpr std::int64_t kForever = std::int64_t{1} << 62;
 
 // The reaper of end_in_background(): one thread, started with the first
 // set and running while any set is being ended.
@@ -142,6 +145,15 @@ ChildProcesses::ChildProcesses(const std::vector<ChildSpec>& children) {
     for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const pid_t group = group_;
+    if (spec.fork_server) {
+      if (const auto pid = spec.fork_server->spawn(spec.env, fds[1], group > 0 ? group : 0)) {
+        if (group_ < 0) group_ = *pid;
+        ::close(fds[1]);
+        ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+        children_.push_back(Child{*pid, fds[0], {}, std::nullopt, spec.fork_server});
+        continue;
+      }
+    }
     const int cpu = spec.cpu;
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -173,7 +185,7 @@ ChildProcesses::ChildProcesses(const std::vector<ChildSpec>& children) {
     if (group_ < 0) group_ = pid;
     ::close(fds[1]);
     ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-    children_.push_back(Child{pid, fds[0], {}, std::nullopt});
+    children_.push_back(Child{pid, fds[0], {}, std::nullopt, nullptr});
   }
 }
 
@@ -183,13 +195,18 @@ ChildProcesses::~ChildProcesses() {
     if (c.out_fd >= 0) ::close(c.out_fd);
 }
 
-void ChildProcesses::reap() {
-  for (Child& c : children_) {
-    if (c.status || c.pid <= 0) continue;
-    int st = 0;
-    const pid_t r = ::waitpid(c.pid, &st, WNOHANG);
-    if (r == c.pid) c.status = st;
+void ChildProcesses::reap(Child& c, std::int64_t timeout_ns) {
+  if (c.status || c.pid <= 0) return;
+  if (c.server) {
+    c.status = c.server->exit_status(c.pid, timeout_ns);
+    return;
   }
+  int st = 0;
+  if (::waitpid(c.pid, &st, timeout_ns > 0 ? 0 : WNOHANG) == c.pid) c.status = st;
+}
+
+void ChildProcesses::reap() {
+  for (Child& c : children_) reap(c, 0);
 }
 
 void ChildProcesses::wait_all() {
@@ -200,11 +217,7 @@ void ChildProcesses::wait_all() {
     for (const pollfd& x : p)
       if (x.revents) read_output(x.fd);
   }
-  for (Child& c : children_) {
-    if (c.status || c.pid <= 0) continue;
-    int st = 0;
-    if (::waitpid(c.pid, &st, 0) == c.pid) c.status = st;
-  }
+  for (Child& c : children_) reap(c, kForever);
 }
 
 bool ChildProcesses::all_exited() const {
@@ -282,8 +295,7 @@ void ChildProcesses::terminate(double grace_s) {
   for (Child& c : children_) {
     if (c.status || c.pid <= 0) continue;
     ::kill(c.pid, SIGKILL);
-    int st = 0;
-    if (::waitpid(c.pid, &st, 0) == c.pid) c.status = st;
+    reap(c, kForever);
   }
 }
 

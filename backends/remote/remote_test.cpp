@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/data_path.h"
 #include "backends/registry.h"
 #include "backends/remote/child_processes.h"
+#include "backends/remote/fork_server.h"
 #include "backends/remote/op_protocol.h"
 #include "backends/remote/process_job.h"
 #include "core/error.h"
@@ -99,6 +101,72 @@ TEST(ChildProcesses, TerminateEndsEvenAStoppedProcessThatIgnoresSigterm) {
   c.terminate(0.2);
   EXPECT_TRUE(c.exited(0));
   EXPECT_EQ(c.fate(0), "killed by signal 9 (Killed)");
+}
+
+// ---- children forked by a fork server ----------------------------------------
+
+class ForkServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    script_ = collie_data_path("backends/remote/collie_fork_server.py");
+    if (script_.empty()) GTEST_SKIP() << "backends/remote/collie_fork_server.py is not found";
+    program_ = ::testing::TempDir() + "/forked_program.py";
+    std::ofstream f(program_);
+    // Says whether the server's import reached it, then ends as told.
+    f << "import os, signal, sys\n"
+         "print('preloaded', 'decimal' in sys.modules, os.environ.get('COLLIE_T', ''))\n"
+         "if os.environ.get('END') == 'kill': os.kill(os.getpid(), signal.SIGKILL)\n"
+         "if os.environ.get('END') == 'hang':\n"
+         "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+         "    print('ready', flush=True)\n"
+         "    signal.pause()\n"
+         "sys.exit(int(os.environ.get('END', '0')))\n";
+  }
+  std::shared_ptr<ForkServer> server(const std::string& preload) const {
+    return std::make_shared<ForkServer>(std::vector<std::string>{"python3", "-u", script_, program_, preload},
+                                        ForkServer::Env{}, 60'000'000'000);
+  }
+  ChildSpec child(const std::shared_ptr<ForkServer>& s, ForkServer::Env env) const {
+    ChildSpec c{{"python3", "-u", program_}, std::move(env)};
+    c.fork_server = s;
+    return c;
+  }
+  std::string script_, program_;
+};
+
+TEST_F(ForkServerTest, ChildrenRunTheProgramWithTheServersImportsAndEndAsTheirOwnWouldBeNamed) {
+  auto s = server("decimal");
+  ChildProcesses c({child(s, {{"END", "3"}, {"COLLIE_T", "from the env"}}), child(s, {{"END", "kill"}})});
+  c.wait_all();
+  EXPECT_EQ(c.fate(0), "exited with code 3");
+  EXPECT_EQ(c.output_tail(0), "preloaded True from the env\n");
+  EXPECT_EQ(c.fate(1), "killed by signal 9 (Killed)");
+  // Another job's children come from the same server.
+  ChildProcesses again({child(s, {})});
+  again.wait_all();
+  EXPECT_EQ(again.fate(0), "exited with code 0");
+  EXPECT_EQ(again.output_tail(0), "preloaded True \n");
+}
+
+TEST_F(ForkServerTest, TerminateEndsAForkedChildThatIgnoresSigterm) {
+  ChildProcesses c({child(server("decimal"), {{"END", "hang"}})});
+  while (c.output_tail(0).find("ready") == std::string::npos) {
+    pollfd p{c.output_fds().at(0), POLLIN, 0};
+    ::poll(&p, 1, -1);
+    c.read_output(p.fd);
+  }
+  c.terminate(0.2);
+  EXPECT_TRUE(c.exited(0));
+  EXPECT_EQ(c.fate(0), "killed by signal 9 (Killed)");
+}
+
+// A server whose imports fail serves nothing: the children are started
+// from their own command, where the failure would show as usual.
+TEST_F(ForkServerTest, ChildrenOfAServerThatCannotStartAreStartedFromTheirCommand) {
+  ChildProcesses c({child(server("no_such_module_anywhere"), {{"END", "4"}})});
+  c.wait_all();
+  EXPECT_EQ(c.fate(0), "exited with code 4");
+  EXPECT_EQ(c.output_tail(0), "preloaded False \n");
 }
 
 // ---- the controller, with collie's own TCP worker ---------------------------
