@@ -118,11 +118,12 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.world = s->world;
     p.replay = "collie run " + f + " --backend " + o.backend + flags;
     // Process backends: the suite's op timeout, unless the scenario sets its
-    // own; the hang window for one that expects a deadlock or an error.
+    // own; the hang window for one that expects a deadlock or an error, or
+    // whose behaviour torch leaves unspecified (a library may hang there).
     Nanos timeout_ns = 0;
     if (processes && o.timeout_ns && s->timeout_ns == 0) {
       timeout_ns = o.timeout_ns;
-      if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0) {
+      if ((s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty()) && o.hang_window_ns > 0) {
         timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
         p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);
       }
