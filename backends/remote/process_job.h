@@ -6,9 +6,9 @@
 // process; their inputs, outputs and errors come back and are checked here.
 //
 // A job is started once and runs many programs (collie conformance runs
-// every case of a world size on one job): each run begins with a fresh
-// group of every rank as its world, so no message of one run can meet
-// another's. A run that leaves the job broken -- a hang, a lost process, an
+// every case of a world size on one job): each run begins with a group of
+// every rank as its world that holds nothing of another run (a fresh one,
+// or a clean run's: op_protocol.h's "begin"). A run that leaves the job broken -- a hang, a lost process, an
 // op still executing, a library error -- makes it unusable (reusable()
 // false); the job is then torn down and the next run starts a new one.
 //
