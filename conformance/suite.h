@@ -25,6 +25,9 @@ struct SuiteOptions {
   // backends always do). A process job is started once per world size and
   // runs every case of that size, unless a case leaves it broken.
   bool processes = false;
+  // Process backends: cases run side by side on this many jobs, those
+  // expected to break theirs apart from the rest (lanes.h); 0: a default.
+  int lanes = 0;
   bool strict = false;                        // differences where torch is silent fail too
   Nanos timeout_ns = 0;                       // process backends: a case that stops making progress this long hangs
   // Process backends: the op timeout of scenarios that expect a deadlock or
