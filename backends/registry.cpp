@@ -120,7 +120,7 @@ JobCache::~JobCache() {
 Job& JobCache::get(const BackendInfo& info, const JobOptions& options, bool processes) {
   std::unique_lock<std::mutex> lock(mu_);
   Kept& k = kept_[std::this_thread::get_id()];
-  if (k.job && k.job->reusable() && k.backend == info.name && k.world == options.world_size) {
+  if (k.job && k.job->reusable() && k.backend == info.name && k.job->can_run_world(options.world_size)) {
     k.job->set_run_options(options);
     return *k.job;
   }

@@ -460,13 +460,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.replay = p.replay;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  // A process job is started once per world size: run the cases grouped by
-  // world (stable within a world), report them in the suite's order.
+  // A process job runs every case of its world and, where its workers allow,
+  // of smaller ones: run the cases from the largest world down (stable
+  // within a world), report them in the suite's order.
   std::vector<std::size_t> order(pending.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (processes)
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return pending[a].world < pending[b].world; });
+                     [&](std::size_t a, std::size_t b) { return pending[a].world > pending[b].world; });
   res.cases.resize(pending.size());
   int index = 0;
   std::vector<LaneCase> lane_cases;

@@ -24,6 +24,11 @@
 //                   run's with the same T (a run follows only a run that
 //                   left every op of every rank completed, nothing of it in
 //                   flight). T: every op's timeout (absent: none).
+//                   "world":W (absent: the job's): the run's ranks are 0..W-1
+//                   -- group 0 is theirs -- and the others idle through it,
+//                   told of every group, as non-members, so that every rank
+//                   numbers groups alike (only for workers whose jobs serve
+//                   smaller worlds: ProcessJobSpec::serves_smaller_worlds).
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one

@@ -42,6 +42,10 @@ struct ProcessJobSpec {
   // collie's core): a run is declared hung a margin after the timeout, so
   // that the library's own error comes first. Without (MPI), at the timeout.
   bool library_timeouts = true;
+  // Its workers run a run of world w below the job's on ranks 0..w-1 while
+  // the others idle (no rank outside a group takes part in making it: MPI's
+  // communicators, collie's groups; torch's new_group needs every rank).
+  bool serves_smaller_worlds = false;
   // Turns a launch that failed (a child's exit status and last output) into
   // advice, or "" ("mpirun refuses to run as root: ...").
   std::function<std::string(const std::string& output)> explain_failed_start;

@@ -201,6 +201,41 @@ TEST_F(ProcessJobTest, RanksAreProcessesWhoseOutputsComeBackAndTheJobRunsAgain) 
   }
 }
 
+// Sums of ranks over a group of every rank but the last, then over the world.
+Task<void> group_then_world(Dist& d, std::vector<double>& out) {
+  std::vector<int> all_but_last;
+  for (int r = 0; r + 1 < d.world_size(); ++r) all_but_last.push_back(r);
+  Group g = d.new_group(all_but_last);
+  Tensor t(DType::kFloat64, {1});
+  t.set(0, d.rank());
+  if (d.rank() + 1 < d.world_size()) co_await d.all_reduce(t, ReduceOp::kSum, g);
+  co_await d.all_reduce(t);
+  out[static_cast<std::size_t>(d.rank())] = t.get(0);
+}
+
+// A job of 4 runs worlds of 2 and 3 on its first ranks while the others
+// idle, then 4 again: the idle ranks numbered the groups alike.
+TEST_F(ProcessJobTest, ALargerJobRunsSmallerWorldsAndItsOwnAgain) {
+  auto job = tcp_job(4);
+  EXPECT_FALSE(job->can_run_world(5));
+  for (int world : {2, 3, 4, 2}) {
+    ASSERT_TRUE(job->can_run_world(world));
+    JobOptions o;
+    o.world_size = world;
+    o.timeout_ns = 20'000'000'000;
+    job->set_run_options(o);
+    std::vector<double> got(static_cast<std::size_t>(world));
+    const RunResult r = job->run([&](Dist& d) { return group_then_world(d, got); }, {});
+    ASSERT_TRUE(r.ok()) << "world " << world << ": " << r.describe();
+    ASSERT_EQ(r.ranks.size(), static_cast<std::size_t>(world));
+    // (0 + ... + w-2) summed w-1 times over the group, plus the last rank's w-1.
+    const double group_sum = (world - 1) * (world - 2) / 2.0;
+    const double want = (world - 1) * group_sum + (world - 1);
+    for (double v : got) EXPECT_EQ(v, want) << "world " << world;
+    EXPECT_TRUE(job->reusable());
+  }
+}
+
 Task<void> any_source_then_async(Dist& d, std::vector<int>& sources) {
   Tensor t(DType::kInt32, {1});
   if (d.rank() == 0) {
