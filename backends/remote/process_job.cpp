@@ -186,9 +186,13 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   Drive drive(const std::function<bool()>& done, std::optional<Nanos> deadline);
   Nanos stall_timeout() const {
     // The library's own timeouts (the op timeout, passed on) fire first:
-    // the margin is half the timeout, between 1 s and 5 s.
+    // the margin is half the timeout, between 1 s and 5 s. A library without
+    // them gets it only once a rank's process is lost: its launcher then
+    // takes a moment to end the job (mpirun, on a loaded machine).
     if (options_.timeout_ns <= 0) return 60'000'000'000;
-    if (!spec_.library_timeouts) return options_.timeout_ns;
+    if (!spec_.library_timeouts &&
+        std::none_of(ranks_.begin(), ranks_.end(), [](const RankLink& r) { return r.dead; }))
+      return options_.timeout_ns;
     return options_.timeout_ns + std::clamp<Nanos>(options_.timeout_ns / 2, 1'000'000'000, 5'000'000'000);
   }
   const ProcessFault* fault_for(int rank, std::uint64_t op_number) const;

@@ -40,7 +40,8 @@ struct ProcessJobSpec {
   Nanos start_timeout_ns = 120'000'000'000;  // every rank joins within this
   // The library fails an op that outlives its timeout (torch's backends,
   // collie's core): a run is declared hung a margin after the timeout, so
-  // that the library's own error comes first. Without (MPI), at the timeout.
+  // that the library's own error comes first. Without (MPI), at the timeout
+  // -- unless a rank's process was lost, which its launcher answers.
   bool library_timeouts = true;
   // Its workers run a run of world w below the job's on ranks 0..w-1 while
   // the others idle (no rank outside a group takes part in making it: MPI's
