@@ -5,8 +5,8 @@
 // ranks x 1 MiB an algorithm step's copies cover hundreds of MiB, so the
 // lines they write are evicted before anyone reads them. Ordinary stores
 // first read each destination line into the cache (a third stream of
-// memory traffic); streaming ones do not. Measured on the real-data
-// all_reduce of bench/sim_vs_smpi.sh: 6-14% less CPU (docs/PERFORMANCE.md).
+// memory traffic); streaming ones do not (the real-data all_reduce of
+// bench/sim_vs_smpi.sh; figures in docs/PERFORMANCE.md).
 //
 // Guarantees: afterwards dst holds what src held, for any sizes,
 // alignments and overlaps (overlapping or small copies are memmove's); the
