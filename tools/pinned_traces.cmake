@@ -9,7 +9,9 @@
 #
 # (run from the source root). GOLDEN was recorded with main at 174a2bc, before the
 # simulator's rework for scale (issue #25); the lines of scenarios added since
-# (batch_isend_irecv, monitored_barrier) with main's own engine at 1fee5ef. A difference means the same
+# (batch_isend_irecv, monitored_barrier) with main's own engine at 1fee5ef; those of
+# all_to_all/single_per_rank_totals, dtypes/int64_exact_beyond_2_53 and edge/print_a_matrix
+# (from main, merged at e5ba963) with the reworked engine, every other line unchanged. A difference means the same
 # scenario and seed no longer replay the same run: fix the change, do not
 # re-record. Only a new scenario or a deliberate change of what a scenario
 # does may add or change lines; -DUPDATE=ON rewrites GOLDEN from this build.
