@@ -74,7 +74,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
   }
   h.channel_seq = channels_.take_out(spec.dst);
   const std::uint64_t id = next_send_id_++;
-  PendingSend& ps = sends_[id];
+  PendingSend& ps = sends_.insert_last(id);
   ps.buf = spec.buf;
   ps.work = w;
   ps.info = std::move(info);
@@ -424,7 +424,7 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
     auto text = std::make_shared<std::string>(std::move(reason));
     c.bytes = text->size();
     const std::uint64_t id = next_send_id_++;
-    PendingSend& ps = sends_[id];
+    PendingSend& ps = sends_.insert_last(id);
     ps.header = c;
     ps.buf = TensorView{text->data(), DType::kUInt8, text->size(), MemorySpace::kHost};
     ps.work = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/ascending_map.h"
 #include "core/channel_table.h"
 #include "core/error.h"
 #include "core/frame.h"
@@ -241,9 +242,7 @@ class MessageEngine final : public FrameSink {
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;
-  std::unordered_map<std::uint64_t, PendingSend, std::hash<std::uint64_t>, std::equal_to<>,
-                     PoolAllocator<std::pair<const std::uint64_t, PendingSend>>>
-      sends_;  // by send id (== rendezvous id)
+  AscendingMap<PendingSend> sends_;  // by send id (== rendezvous id), oldest first
   std::map<std::pair<int, std::uint64_t>, PostedRecv, std::less<>,
            PoolAllocator<std::pair<const std::pair<int, std::uint64_t>, PostedRecv>>>
       inbound_;  // (src, rendezvous id) -> receive
