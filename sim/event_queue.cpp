@@ -53,39 +53,51 @@ void EventQueue::refill() {
     for (std::uint32_t i = 0; i < c->count; ++i) earliest = std::min(earliest, key(c->events[i].time));
   current_ = earliest;
   // Every event of `from` now differs from current_ below bit b-1: each
-  // lands in a lower bucket, or in now_ when it is of the earliest time.
+  // lands in a lower bucket, or in sorted_ when it is of the earliest time.
   Chunk* last = from;
   for (Chunk* c = from; c; c = c->next) {
     for (std::uint32_t i = 0; i < c->count; ++i) {
       const Event& e = c->events[i];
       const std::uint64_t k = key(e.time);
-      if (k == earliest) now_.push_back(e);
+      if (k == earliest) sorted_.push_back(e);
       else append(bucket_of(k), e);
     }
     last = c;
   }
   last->next = spare_;
   spare_ = from;
-  std::make_heap(now_.begin(), now_.end(), Later{});
+  std::sort(sorted_.begin(), sorted_.end(), Later{});
+}
+
+bool EventQueue::from_sorted() const {
+  if (sorted_.empty()) return false;
+  return now_.empty() || runs_before(sorted_.back(), now_.front());
 }
 
 const Event& EventQueue::top() {
-  if (now_.empty()) refill();
-  return now_.front();
+  if (sorted_.empty() && now_.empty()) refill();
+  return from_sorted() ? sorted_.back() : now_.front();
 }
 
 Event EventQueue::pop() {
-  if (now_.empty()) refill();
+  if (sorted_.empty() && now_.empty()) refill();
+  --size_;
+  if (from_sorted()) {
+    const Event e = sorted_.back();
+    sorted_.pop_back();
+    return e;
+  }
   std::pop_heap(now_.begin(), now_.end(), Later{});
   const Event e = now_.back();
   now_.pop_back();
-  --size_;
   return e;
 }
 
 std::vector<Event> EventQueue::take_all() {
   std::vector<Event> all = std::move(now_);
   now_.clear();
+  all.insert(all.end(), sorted_.begin(), sorted_.end());
+  sorted_.clear();
   for (Chunk*& head : buckets_) {
     while (Chunk* c = head) {
       all.insert(all.end(), c->events, c->events + c->count);
