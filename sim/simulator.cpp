@@ -460,6 +460,12 @@ void Simulator::process(const Event& e) {
         record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
         return;
       }
+      if (f.complete_on_delivery && f.cookie) {
+        // The sender's endpoint and frame sink are needed after on_frame():
+        // ask for them now, so their misses overlap the receiver's work.
+        const Endpoint& sender = ep(h.src);
+        __builtin_prefetch(sender.sink);
+      }
       if (trace_) {
         std::string label = h.fp.op != CollectiveKind::kNone ? collective_name(h.fp.op) : std::string("p2p");
         label += " tag " + std::to_string(h.tag) + " (" + std::to_string(h.bytes) + " B)";
