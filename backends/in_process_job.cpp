@@ -58,6 +58,8 @@ class JobObserver final : public OpObserver {
       if (auto it = ops.find(id); it != ops.end()) it->second.step = step;
     }
   }
+  bool wants_op_end() const override { return track_ || (inner_ && inner_->wants_op_end()); }
+  bool wants_steps() const override { return track_ || (inner_ && inner_->wants_steps()); }
   const std::vector<InjectedFault>& injected() const { return injected_; }
 
   std::string report() const {

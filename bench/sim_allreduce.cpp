@@ -1,7 +1,13 @@
 // The collie side of bench/sim_vs_smpi.sh: all_reduce of --bytes of float32
 // on --ranks simulated ranks, --iters times, with real data, on a platform
 // equivalent to the SMPI one (one rank per node, alpha 5 us, 12.5 GB/s).
-// Prints wall time, virtual time, events per second and peak memory.
+// Prints wall time, virtual time, events per second, peak memory and the
+// trace hash.
+//
+// --scale: instead, scenarios/scale/all_reduce.yaml's job -- timing only
+// (no payloads), the default network with 8 ranks per node -- for
+// profiling the simulator at 10^5 ranks without the scenario layers; its
+// trace hash equals `collie run scenarios/scale/all_reduce.yaml --world N`'s.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -16,30 +22,41 @@ int main(int argc, char** argv) {
   int ranks = 256, iters = 10;
   std::size_t bytes = 1 << 20;
   std::string algorithm = "auto";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool scale = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--ranks") ranks = std::atoi(argv[i + 1]);
-    else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--iters") iters = std::atoi(argv[i + 1]);
-    else if (a == "--algorithm") algorithm = argv[i + 1];
+    const bool value = i + 1 < argc;
+    if (a == "--scale") scale = true;
+    else if (a == "--ranks" && value) ranks = std::atoi(argv[++i]);
+    else if (a == "--bytes" && value) bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--iters" && value) iters = std::atoi(argv[++i]);
+    else if (a == "--algorithm" && value) algorithm = argv[++i];
     else {
-      std::fprintf(stderr, "usage: sim_allreduce [--ranks N] [--bytes B] [--iters K] [--algorithm NAME]\n");
+      std::fprintf(stderr, "usage: sim_allreduce [--ranks N] [--bytes B] [--iters K] [--algorithm NAME] [--scale]\n");
       return 2;
     }
   }
   collie::sim::SimOptions o;
   o.seed = 1;
-  o.network.ranks_per_node = 1;
-  o.network.inter = collie::sim::LinkModel{5.0, 12.5};
-  o.network.jitter_fraction = 0.0;
+  if (!scale) {
+    o.network.ranks_per_node = 1;
+    o.network.inter = collie::sim::LinkModel{5.0, 12.5};
+    o.network.jitter_fraction = 0.0;
+  }
   if (auto a = collie::parse_algorithm(algorithm)) o.force_algorithm = *a;
   const auto t0 = std::chrono::steady_clock::now();
   collie::sim::SimWorld world(ranks, o);
+  world.simulator().set_timing_only(scale);
   const std::size_t count = bytes / sizeof(float);
+  const std::vector<std::int64_t> shape{static_cast<std::int64_t>(count)};
   std::vector<collie::Tensor> data;
   data.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    data.emplace_back(collie::DType::kFloat32, std::vector<std::int64_t>{static_cast<std::int64_t>(count)});
+    if (scale) {
+      data.push_back(collie::Tensor::phantom(collie::DType::kFloat32, shape));
+      continue;
+    }
+    data.emplace_back(collie::DType::kFloat32, shape);
     float* p = data.back().as<float>();
     for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>((static_cast<std::size_t>(r) + i) & 7);
   }
@@ -54,9 +71,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("collie: ranks %d bytes %zu iters %d simulated_s %.6f wall_s %.3f events %llu events_per_s %.0f "
-              "peak_rss_mb %.1f check %.1f\n",
+              "peak_rss_mb %.1f check %.1f trace %016llx\n",
               ranks, bytes, iters, static_cast<double>(res.end_time) * 1e-9, wall,
               static_cast<unsigned long long>(res.events), static_cast<double>(res.events) / wall,
-              static_cast<double>(ru.ru_maxrss) / 1024.0, static_cast<double>(data[0].as<float>()[1]));
+              static_cast<double>(ru.ru_maxrss) / 1024.0, scale ? 0.0 : static_cast<double>(data[0].as<float>()[1]),
+              static_cast<unsigned long long>(res.trace_hash));
   return 0;
 }

@@ -3,7 +3,8 @@
 # of float32, 10 iterations, real data, at 256 and 1024 ranks, on equivalent
 # platforms (one rank per host; 5 us latency; 12.5 GB/s = 100 Gb/s links).
 # Both run in this invocation, one after the other; wall time and peak
-# memory (max RSS) come from /usr/bin/time for both. Prints collie/SMPI ratios.
+# memory (max RSS) come from /usr/bin/time for both, and CPU time (user + sys),
+# which a loaded machine inflates less than wall time. Prints collie/SMPI ratios.
 #
 #   bench/sim_vs_smpi.sh [RANKS...]        (default: 256 1024)
 #
@@ -35,23 +36,24 @@ XML
   seq 0 $(( $1 - 1 )) | sed 's/^/node-/' > "$work/hostfile"
 }
 
-measure() {  # prints "wall_s rss_mb" of the command
-  /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; return 1; }
-  read -r wall rss < "$work/time"
-  echo "$wall $(awk -v k="$rss" 'BEGIN{printf "%.0f", k/1024}')"
+measure() {  # prints "wall_s rss_mb cpu_s" of the command
+  /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" > "$work/out" 2> "$work/err" || { cat "$work/err" >&2; return 1; }
+  read -r wall rss user sys < "$work/time"
+  echo "$wall $(awk -v k="$rss" 'BEGIN{printf "%.0f", k/1024}') $(echo "$user + $sys" | bc -l)"
 }
 
-printf "%-6s %12s %12s %10s %12s %12s %10s\n" ranks collie_wall_s smpi_wall_s wall_ratio collie_rss_mb smpi_rss_mb rss_ratio
+printf "%-6s %12s %12s %10s %12s %12s %10s %12s %12s %10s\n" ranks collie_wall_s smpi_wall_s wall_ratio \
+  collie_rss_mb smpi_rss_mb rss_ratio collie_cpu_s smpi_cpu_s cpu_ratio
 for n in "${ranks[@]}"; do
   platform "$n"
-  read -r cw cm < <(measure build/bench/sim_allreduce --ranks "$n" --bytes "$BYTES" --iters "$ITERS")
+  read -r cw cm cc < <(measure build/bench/sim_allreduce --ranks "$n" --bytes "$BYTES" --iters "$ITERS")
   collie_line=$(cat "$work/out")
-  read -r sw sm < <(measure smpirun -np "$n" -platform "$work/platform.xml" -hostfile "$work/hostfile" \
+  read -r sw sm sc < <(measure smpirun -np "$n" -platform "$work/platform.xml" -hostfile "$work/hostfile" \
       --cfg=smpi/host-speed:1Gf --cfg=smpi/display-timing:no --cfg=smpi/privatization:1 \
       "$work/smpi_allreduce" "$BYTES" "$ITERS")
   smpi_line=$(grep '^smpi:' "$work/out" || true)
-  printf "%-6s %12s %12s %10.3f %12s %12s %10.3f\n" "$n" "$cw" "$sw" "$(echo "$cw / $sw" | bc -l)" "$cm" "$sm" \
-    "$(echo "$cm / $sm" | bc -l)"
+  printf "%-6s %12s %12s %10.3f %12s %12s %10.3f %12s %12s %10.3f\n" "$n" "$cw" "$sw" "$(echo "$cw / $sw" | bc -l)" \
+    "$cm" "$sm" "$(echo "$cm / $sm" | bc -l)" "$cc" "$sc" "$(echo "$cc / $sc" | bc -l)"
   echo "    $collie_line"
   echo "    $smpi_line"
 done

@@ -103,13 +103,15 @@ std::shared_ptr<OpInfo> Communicator::new_op(const std::string& op, const GroupS
 
 void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w,
                          const GroupState& g, Nanos timeout_override, bool collective) {
-  if (OpObserver* obs = opts_.observer) {
+  if (OpObserver* obs = opts_->observer) {
     obs->op_begin(rank_, info->id, *info, t_.now());
+  }
+  if (OpObserver* obs = opts_->observer; obs && obs->wants_op_end()) {
     WorkState* raw = w.get();
     Transport* t = &t_;
     const int rank = rank_;
     const std::uint64_t id = info->id;
-    w->on_finish = [obs, raw, t, rank, id] {
+    w->more().on_finish = [obs, raw, t, rank, id] {
       std::string err;
       if (raw->error) {
         try {
@@ -125,7 +127,7 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
   }
   const Nanos timeout = timeout_override > 0 ? timeout_override
                         : g.timeout_ns > 0   ? g.timeout_ns
-                                             : opts_.default_timeout_ns;
+                                             : opts_->default_timeout_ns;
   if (timeout <= 0) return;
   DeadlineLane* lane = nullptr;
   for (auto& l : deadline_lanes_)
@@ -195,11 +197,14 @@ void Communicator::expire_deadlines() {
 }
 
 Communicator::Communicator(Transport& transport, CommunicatorOptions options)
+    : Communicator(transport, std::make_shared<const CommunicatorOptions>(std::move(options))) {}
+
+Communicator::Communicator(Transport& transport, std::shared_ptr<const CommunicatorOptions> options)
     : t_(transport),
-      opts_(options),
+      opts_(std::move(options)),
       rank_(transport.rank()),
       world_size_(transport.world_size()),
-      engine_(transport, options.eager_threshold_bytes),
+      engine_(transport, opts_->eager_threshold_bytes),
       created_at_(transport.now()) {
   auto w = std::make_shared<GroupState>();
   w->id = 0;
@@ -344,27 +349,24 @@ void Communicator::check_root(const std::string& op, const GroupState& g, int ro
 
 Algorithm Communicator::choose(const std::string& op, CollectiveKind kind, const GroupState& g, std::size_t bytes,
                                const CollectiveOptions& o) const {
-  Algorithm a = o.algorithm != Algorithm::kAuto ? o.algorithm : opts_.force_algorithm;
+  Algorithm a = o.algorithm != Algorithm::kAuto ? o.algorithm : opts_->force_algorithm;
   if (a != Algorithm::kAuto) {
     if (algorithm_supports(a, kind)) return a;
     if (o.algorithm != Algorithm::kAuto)
       invalid(op, g, std::string("algorithm '") + std::string(algorithm_name(a)) + "' does not implement " + op);
   }
-  return select_algorithm(kind, bytes, static_cast<int>(g.ranks().size()), opts_.selection);
+  return select_algorithm(kind, bytes, static_cast<int>(g.ranks().size()), opts_->selection);
 }
 
 namespace {
 
 // The call's context and body live in this frame (one pooled allocation per
-// call): `body(ctx)` makes the algorithm's coroutine. `g` is read only before
-// the first suspension (the context copies what it needs); `engine` and `t`
-// outlive the frame (the communicator's registry destroys it first).
+// call): `body(ctx)` makes the algorithm's coroutine. `engine` outlives the
+// frame (the communicator's registry destroys it first). The context comes
+// in made (a coroutine keeps each parameter and each local in its frame
+// for its whole life: what the context is made of would be kept twice).
 template <typename Body>
-Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g, Fingerprint fp,
-                       std::shared_ptr<OpInfo> info, OpObserver* observer, Body body,
-                       std::shared_ptr<WorkState> outer) {
-  CollectiveContext ctx(engine, t, g, fp, std::move(info), observer);
-  ctx.bind(outer);
+Spawned run_collective(MessageEngine& engine, CollectiveContext ctx, Body body) {
   std::exception_ptr err;
   try {
     co_await body(ctx);
@@ -372,7 +374,34 @@ Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g,
     err = std::current_exception();
   }
   engine.end_collective(ctx.context(), ctx.seq());
-  outer->finish(err);
+  ctx.call_work()->finish(err);
+}
+
+// The all_reduce algorithm `a` on `t` (not started: a Task is lazy).
+Task<void> all_reduce_algorithm(CollectiveContext& c, Algorithm a, TensorView t, ReduceOp op, std::size_t seg) {
+  // Every value is named: an algorithm added to Algorithm must be placed
+  // here (-Werror=switch) before it can reach all_reduce.
+  switch (a) {
+    case Algorithm::kRing: return algorithms::ring_all_reduce(c, t, op, seg);
+    case Algorithm::kHalvingDoubling: return algorithms::halving_doubling_all_reduce(c, t, op);
+    case Algorithm::kRecursiveDoubling: return algorithms::recursive_doubling_all_reduce(c, t, op);
+    case Algorithm::kAuto:
+    case Algorithm::kBinomialTree:
+    case Algorithm::kLinear:
+    case Algorithm::kDissemination:
+    case Algorithm::kBruck:
+    case Algorithm::kPairwise:
+      break;
+  }
+  throw Error(ErrorKind::kUsage, c.info().context(),
+              "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
+              "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
+}
+
+// `algorithm`, then the division of an average.
+Task<void> then_average(Task<void> algorithm, TensorView t, int n, Transport* tr) {
+  co_await std::move(algorithm);
+  if (t.count) tr->finish_average(t.data, t.count, t.dtype, n);
 }
 
 }  // namespace
@@ -390,7 +419,9 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
-  ops_.spawn(run_collective(engine_, t_, g, call.fp, std::move(info), opts_.observer, std::move(body), outer));
+  CollectiveContext ctx(engine_, t_, g, call.fp, std::move(info), opts_->observer);
+  ctx.bind(outer);
+  ops_.spawn(run_collective(engine_, std::move(ctx), std::move(body)));
   return Work(outer);
 }
 
@@ -449,26 +480,14 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   call.fp = Fingerprint{CollectiveKind::kAllReduce, op, static_cast<std::uint8_t>(a), t.dtype, -1, ++g.coll_seq,
                         t.count};
   Transport* tr = &t_;
-  const std::size_t seg = opts_.selection.ring_segment_bytes;
+  const std::size_t seg = opts_->selection.ring_segment_bytes;
+  // Not a coroutine: it hands back the algorithm's own (a frame of its
+  // own here would live as long as the call), but for an average, which
+  // has a step after it.
   auto body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
-    const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-    // Every value is named: an algorithm added to Algorithm must be placed
-    // here (-Werror=switch) before it can reach all_reduce.
-    switch (a) {
-      case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
-      case Algorithm::kHalvingDoubling: co_await algorithms::halving_doubling_all_reduce(c, t, combine); break;
-      case Algorithm::kRecursiveDoubling: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
-      case Algorithm::kAuto:
-      case Algorithm::kBinomialTree:
-      case Algorithm::kLinear:
-      case Algorithm::kDissemination:
-      case Algorithm::kBruck:
-      case Algorithm::kPairwise:
-        throw Error(ErrorKind::kUsage, c.info().context(),
-                    "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
-                    "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
-    }
-    if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+    Task<void> algorithm = all_reduce_algorithm(c, a, t, op == ReduceOp::kAvg ? ReduceOp::kSum : op, seg);
+    if (op != ReduceOp::kAvg) return algorithm;
+    return then_average(std::move(algorithm), t, n, tr);
   };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));
@@ -628,7 +647,7 @@ Work Communicator::launch_reduce_scatter(const std::string& op_name, GroupState&
   call.fp = Fingerprint{CollectiveKind::kReduceScatter, op, static_cast<std::uint8_t>(a), out.dtype, -1,
                         ++g.coll_seq, out.count};
   Transport* tr = &t_;
-  const std::size_t seg = opts_.selection.ring_segment_bytes;
+  const std::size_t seg = opts_->selection.ring_segment_bytes;
   auto body = [out, in = std::move(in), a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
     const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
     if (a == Algorithm::kRing) {

@@ -64,6 +64,9 @@ struct CommunicatorOptions {
 class Communicator final : public Dist {
  public:
   explicit Communicator(Transport& transport, CommunicatorOptions options = {});
+  // The same with options shared by every rank of a world (one copy, not
+  // one per rank).
+  Communicator(Transport& transport, std::shared_ptr<const CommunicatorOptions> options);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -72,7 +75,7 @@ class Communicator final : public Dist {
   int world_size() const override { return world_size_; }
   Executor& executor() override { return t_; }
   Transport& transport() { return t_; }
-  const CommunicatorOptions& options() const { return opts_; }
+  const CommunicatorOptions& options() const { return *opts_; }
 
   // ---- groups ------------------------------------------------------------
   Group world() const override { return world_; }
@@ -182,7 +185,7 @@ class Communicator final : public Dist {
                    const CollectiveOptions& o) const;
 
   Transport& t_;
-  CommunicatorOptions opts_;
+  std::shared_ptr<const CommunicatorOptions> opts_;  // never null
   int rank_;
   int world_size_;
   MessageEngine engine_;

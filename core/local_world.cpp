@@ -61,7 +61,8 @@ std::string RunResult::describe() const {
 LocalWorld::LocalWorld(std::vector<Transport*> transports, CommunicatorOptions options) {
   if (transports.empty()) throw Error(ErrorKind::kInvalidArgument, OpContext{}, "world size must be at least 1");
   comms_.reserve(transports.size());
-  for (Transport* t : transports) comms_.push_back(std::make_unique<Communicator>(*t, options));
+  const auto shared = std::make_shared<const CommunicatorOptions>(std::move(options));
+  for (Transport* t : transports) comms_.push_back(std::make_unique<Communicator>(*t, shared));
   programs_ = std::make_unique<SpawnRegistry>();
 }
 

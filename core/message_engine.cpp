@@ -66,13 +66,13 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
     return w;
   }
 
-  if (auto lost = lost_peers_.find(spec.dst); lost != lost_peers_.end()) {
+  if (odd_ && odd_->lost_peers.count(spec.dst)) {
     OpContext ctx = info ? info->context({spec.dst}) : OpContext{rank_, "send", "", -1, {spec.dst}};
     w->finish(std::make_exception_ptr(
-        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + lost_why_[spec.dst])));
+        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + odd_->lost_why[spec.dst])));
     return w;
   }
-  h.channel_seq = out_seq_[spec.dst]++;
+  h.channel_seq = channels_.take_out(spec.dst);
   const std::uint64_t id = next_send_id_++;
   PendingSend& ps = sends_[id];
   ps.buf = spec.buf;
@@ -98,13 +98,13 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
 std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
   auto w = new_work(info);
   if (refuse_if_broken(w)) return w;
-  if (spec.src != kAnySource && lost_peers_.count(spec.src)) {
+  if (spec.src != kAnySource && odd_ && odd_->lost_peers.count(spec.src)) {
     bool already_here = false;  // a message it sent before it was lost can still be received
     for (const auto& f : unexpected_) already_here = already_here || matches(spec, f.header);
     if (!already_here) {
       OpContext ctx = info ? info->context({spec.src}) : OpContext{rank_, "recv", "", -1, {spec.src}};
       w->finish(std::make_exception_ptr(
-          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + lost_why_[spec.src])));
+          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + odd_->lost_why[spec.src])));
       return w;
     }
   }
@@ -186,30 +186,33 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
-      std::uint64_t& next = in_next_[h.src];
+      const std::uint64_t next = channels_.in(h.src);
       if (h.channel_seq != next) {
         if (h.channel_seq < next)
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
                                             " from rank " + std::to_string(h.src) + " was already delivered)");
-        if (early_[h.src].count(h.channel_seq))
+        auto& early = odd().early;
+        if (early[h.src].count(h.channel_seq))
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
                                             " from rank " + std::to_string(h.src) + " is already held for order)");
-        early_[h.src][h.channel_seq] = store(h, payload.data(), payload.size());
+        early[h.src][h.channel_seq] = store(h, payload.data(), payload.size());
         return;
       }
-      ++next;
+      channels_.advance_in(h.src);
       process_in_order(h, payload);
       // Frames that were waiting for this one.
-      auto eit = early_.find(h.src);
-      if (eit == early_.end()) return;
+      if (!odd_ || odd_->early.empty()) return;
+      auto& early = odd_->early;
+      auto eit = early.find(h.src);
+      if (eit == early.end()) return;
       auto& q = eit->second;
-      while (!q.empty() && q.begin()->first == in_next_[h.src]) {
+      while (!q.empty() && q.begin()->first == channels_.in(h.src)) {
         StoredFrame f = std::move(q.begin()->second);
         q.erase(q.begin());
-        ++in_next_[h.src];
+        channels_.advance_in(h.src);
         process_in_order(f.header, f.bytes());
       }
-      if (q.empty()) early_.erase(h.src);
+      if (q.empty()) early.erase(h.src);
       return;
     }
     case FrameKind::kCts: {
@@ -276,8 +279,8 @@ void MessageEngine::on_send_complete(void* cookie) {
 }
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
-  if (!clean) lost_peers_.insert(peer);
-  lost_why_[peer] = why;
+  if (!clean) odd().lost_peers.insert(peer);
+  odd().lost_why[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
     OpContext ctx = info ? info->context({peer}) : OpContext{rank_, "", "", -1, {peer}};
     return std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(peer) + ": " + why));
@@ -438,12 +441,14 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
                                      std::shared_ptr<WorkState> outer, std::shared_ptr<const OpInfo> info,
                                      std::shared_ptr<const std::vector<int>> members) {
   // Lost peers are few; members may be the whole world (sorted).
-  for (int m : lost_peers_) {
-    if (!members || !std::binary_search(members->begin(), members->end(), m)) continue;
-    OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
-    outer->finish(std::make_exception_ptr(
-        Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + lost_why_[m])));
-    return;
+  if (odd_) {
+    for (int m : odd_->lost_peers) {
+      if (!members || !std::binary_search(members->begin(), members->end(), m)) continue;
+      OpContext ctx = info ? info->context({m}) : OpContext{rank_, "", "", -1, {m}};
+      outer->finish(std::make_exception_ptr(
+          Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(m) + ": " + odd_->lost_why[m])));
+      return;
+    }
   }
   ActiveCollective& a = active_[{context, fp.seq}];
   a.members = std::move(members);
@@ -460,23 +465,39 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
 
 void MessageEngine::end_collective(std::uint32_t context, std::uint64_t seq) { active_.erase({context, seq}); }
 
+namespace {
+// Where `context` is or would be in a list sorted by context.
+template <typename List>
+auto context_position(List& contexts, std::uint32_t context) {
+  return std::lower_bound(contexts.begin(), contexts.end(), context,
+                          [](const auto& k, std::uint32_t c) { return k.context < c; });
+}
+}  // namespace
+
+const MessageEngine::KnownContext* MessageEngine::known(std::uint32_t context) const {
+  auto it = context_position(contexts_, context);
+  return it != contexts_.end() && it->context == context ? &*it : nullptr;
+}
+
 void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name) {
-  contexts_[context] = KnownContext{group_digest, std::move(group_name)};
+  auto it = context_position(contexts_, context);
+  if (it != contexts_.end() && it->context == context) *it = KnownContext{context, group_digest, std::move(group_name)};
+  else contexts_.insert(it, KnownContext{context, group_digest, std::move(group_name)});
   for (const StoredFrame& f : unexpected_) {
     if (f.header.context == context && !check_context(f.header)) return;
   }
 }
 
 bool MessageEngine::check_context(const FrameHeader& h) {
-  auto it = contexts_.find(h.context);
-  if (it == contexts_.end() || it->second.digest == h.group_digest) return true;
-  OpContext ctx{rank_, "", it->second.group, -1, {h.src}};
+  const KnownContext* k = known(h.context);
+  if (!k || k->digest == h.group_digest) return true;
+  OpContext ctx{rank_, "", k->group, -1, {h.src}};
   auto err = std::make_exception_ptr(Error(
       ErrorKind::kGroupMismatch, ctx,
       "rank " + std::to_string(h.src) + " sent " +
           (h.fp.op == CollectiveKind::kNone ? std::string("a point-to-point message") : "part of " + describe_call(h.fp)) +
           " on context " + std::to_string(h.context) + ", which rank " + std::to_string(rank_) + " assigned to " +
-          it->second.group +
+          k->group +
           ", but rank " + std::to_string(h.src) +
           "'s group has other members: the ranks created their groups in different orders (every rank must call "
           "new_group for every group, in the same order)"));
@@ -621,12 +642,12 @@ std::vector<MessageEngine::Wait> MessageEngine::waits() const {
 
 std::vector<MessageEngine::HeldForOrder> MessageEngine::held_for_order() const {
   std::vector<HeldForOrder> out;
-  for (const auto& [src, q] : early_) {
+  if (!odd_) return out;
+  for (const auto& [src, q] : odd_->early) {
     if (q.empty()) continue;
     HeldForOrder h;
     h.src = src;
-    const auto next = in_next_.find(src);
-    h.missing_seq = next == in_next_.end() ? 0 : next->second;
+    h.missing_seq = channels_.in(src);
     for (const auto& [seq, f] : q) h.held.push_back(f.header);
     out.push_back(std::move(h));
   }

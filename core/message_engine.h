@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/channel_table.h"
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/group.h"
@@ -163,7 +164,7 @@ class MessageEngine final : public FrameSink {
   std::vector<std::string> describe_unexpected() const;
 
   // Whether the transport reported `peer` lost (on_peer_lost), cleanly or not.
-  bool told_lost(int peer) const { return lost_why_.count(peer) != 0; }
+  bool told_lost(int peer) const { return odd_ && odd_->lost_why.count(peer) != 0; }
 
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
@@ -233,9 +234,7 @@ class MessageEngine final : public FrameSink {
   Transport& t_;
   const int rank_;
   const std::size_t eager_threshold_;
-  std::unordered_map<int, std::uint64_t> out_seq_;  // next channel_seq per destination
-  std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
-  std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
+  ChannelTable<> channels_;
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
   std::uint64_t frames_received_ = 0;
   bool in_post_send_ = false;  // inside Transport::post_send(): completing a send now breaks the contract
@@ -252,12 +251,25 @@ class MessageEngine final : public FrameSink {
            PoolAllocator<std::pair<const std::pair<std::uint32_t, std::uint64_t>, ActiveCollective>>>
       active_;
   struct KnownContext {
+    std::uint32_t context;
     std::uint64_t digest;
     std::string group;
   };
-  std::unordered_map<std::uint32_t, KnownContext> contexts_;
-  std::set<int> lost_peers_;
-  std::map<int, std::string> lost_why_;
+  // Sorted by context (groups are made in order, so this only appends).
+  std::vector<KnownContext> contexts_;
+  const KnownContext* known(std::uint32_t context) const;
+  // What only a misbehaving transport or a lost peer gives a rank, made
+  // the first time it does (a simulation holds every rank's engine).
+  struct Irregular {
+    std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early;  // arrived ahead of order
+    std::set<int> lost_peers;
+    std::map<int, std::string> lost_why;
+  };
+  std::unique_ptr<Irregular> odd_;
+  Irregular& odd() {
+    if (!odd_) odd_ = std::make_unique<Irregular>();
+    return *odd_;
+  }
   SpawnRegistry spawned_;
 };
 

@@ -23,6 +23,13 @@ class OpObserver {
   virtual void op_end(int rank, std::uint64_t id, const std::string& error, Nanos now) = 0;
   // A collective entered an algorithm step ("reduce_scatter 2").
   virtual void step_begin(int rank, std::uint64_t id, const std::string& step, Nanos now) = 0;
+
+  // Whether op_end() and step_begin() are wanted for ops that start now.
+  // They cost at every op and step of every rank (a completion hook on
+  // each op's Work, a step's name made as text), so an observer that does
+  // nothing with them says so; op_begin() is always called.
+  virtual bool wants_op_end() const { return true; }
+  virtual bool wants_steps() const { return true; }
 };
 
 }  // namespace collie

@@ -19,9 +19,9 @@ TEST(SmallPool, ReusesAFreedBlockOfTheSameSizeClass) {
 #endif
   void* a = pool_allocate(100);
   pool_deallocate(a, 100);
-  void* b = pool_allocate(120);  // same 64-byte class as 100
+  void* b = pool_allocate(110);  // same 16-byte class as 100 (97..112)
   EXPECT_EQ(a, b);
-  pool_deallocate(b, 120);
+  pool_deallocate(b, 110);
 }
 
 TEST(SmallPool, BlocksAreAlignedDistinctAndWholeAcrossSizes) {

@@ -25,9 +25,9 @@ void WorkState::finish(std::exception_ptr err) {
   if (completed) return;
   completed = true;
   error = std::move(err);
-  if (on_finish) {
-    auto f = std::move(on_finish);
-    on_finish = nullptr;
+  if (extra && extra->on_finish) {
+    auto f = std::move(extra->on_finish);
+    extra->on_finish = nullptr;
     f();
   }
   if (waiter) {
@@ -44,7 +44,8 @@ namespace {
 // Tells the executors of `w` and of its parts that a wait for it starts.
 void tell_awaited(WorkState& w) noexcept {
   if (w.executor) w.executor->awaited(w);
-  for (const auto& p : w.parts)
+  if (!w.extra) return;
+  for (const auto& p : w.extra->parts)
     if (!p->completed) tell_awaited(*p);
 }
 }  // namespace
@@ -87,14 +88,14 @@ Work completed_work(Executor* e, bool not_member, std::string description) {
   s->executor = e;
   s->completed = true;
   s->not_member = not_member;
-  s->description = std::move(description);
+  if (!description.empty()) s->more().description = std::move(description);
   return Work(std::move(s));
 }
 
 Work join_works(Executor* e, std::vector<Work> parts, std::string description) {
   auto joined = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   joined->executor = e;
-  joined->description = std::move(description);
+  joined->more().description = std::move(description);
   joined->posted_at = e ? e->now() : 0;
   // Shared by the parts' completions; holds the joined state weakly, so a
   // part that never completes keeps nothing else alive.
@@ -120,16 +121,16 @@ Work join_works(Executor* e, std::vector<Work> parts, std::string description) {
   for (Work& w : parts) {
     if (!w.state()) continue;
     join->parts.push_back(w.state());
-    joined->parts.push_back(w.state());
+    joined->extra->parts.push_back(w.state());
   }
   join->left = join->parts.size() + 1;  // + 1 until every part is hooked
-  for (const auto& p : joined->parts) {
+  for (const auto& p : joined->extra->parts) {
     if (p->completed) {
       --join->left;
       continue;
     }
-    auto before = std::move(p->on_finish);
-    p->on_finish = [before = std::move(before), join] {
+    auto before = std::move(p->more().on_finish);
+    p->extra->on_finish = [before = std::move(before), join] {
       if (before) before();
       join->one_done();
     };
@@ -138,8 +139,13 @@ Work join_works(Executor* e, std::vector<Work> parts, std::string description) {
   return Work(std::move(joined));
 }
 
+const std::string& WorkState::description() const {
+  static const std::string kNone;
+  return extra ? extra->description : kNone;
+}
+
 std::string WorkState::describe() const {
-  if (!description.empty() || !info) return description;
+  if (!description().empty() || !info) return description();
   return info->describe();
 }
 

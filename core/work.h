@@ -25,20 +25,32 @@ namespace collie {
 
 struct WorkState {
   Executor* executor = nullptr;          // resumes the waiter; wait() runs it
+  std::exception_ptr error;
+  std::coroutine_handle<> waiter;         // at most one coroutine awaits a Work
+  std::shared_ptr<const OpInfo> info;
+  Nanos posted_at = 0;
+  int source = -1;                        // global rank a receive matched
   bool completed = false;
   bool not_member = false;
-  std::exception_ptr error;
-  int source = -1;                        // global rank a receive matched
-  std::coroutine_handle<> waiter;         // at most one coroutine awaits a Work
-  // What the op is, for messages: `description` when set, else built from
-  // `info` on first use (ops are described lazily: most never are).
-  std::string description;
-  std::shared_ptr<const OpInfo> info;
+
+  // What few ops have, kept apart (made when first set: a simulation holds
+  // every rank's Work states at once, and most have none of it).
+  struct Extra {
+    std::string description;
+    std::function<void()> on_finish;  // runs once, when the op finishes
+    // A Work made of others (join_works()): waiting for it waits for each.
+    std::vector<std::shared_ptr<WorkState>> parts;
+  };
+  std::unique_ptr<Extra> extra;
+  Extra& more() {
+    if (!extra) extra = std::make_unique<Extra>();
+    return *extra;
+  }
+
+  // What the op is, for messages: its description when set, else built
+  // from `info` on first use (ops are described lazily: most never are).
   std::string describe() const;
-  Nanos posted_at = 0;
-  std::function<void()> on_finish;        // runs once, when the op finishes
-  // A Work made of others (join_works()): waiting for it waits for each.
-  std::vector<std::shared_ptr<WorkState>> parts;
+  const std::string& description() const;
 
   // Marks the op finished and schedules the awaiting coroutine, if any.
   // Later calls are ignored: the first outcome wins.

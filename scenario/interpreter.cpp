@@ -120,7 +120,6 @@ struct Interpreter::State {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::vector<Tensor>> lists;
   std::map<std::string, Group> groups;
-  std::map<std::string, std::uint64_t> coll_seq;  // by group name
   std::map<std::string, Handle> handles;
   check::CallRecorder recorder;
 
@@ -155,7 +154,16 @@ struct Interpreter::State {
     log.failures.push_back(step.where.str() + ": rank " + std::to_string(rank) + ": " + what);
   }
 
-  Task<void> run() {
+  // What execute() started: the op's Work (none for a step that is done
+  // when execute() returns) and what records its outputs once it completes.
+  struct Started {
+    Work work;
+    std::function<void()> done;
+  };
+
+  // Makes this rank's tensors and groups and returns its program. Not part
+  // of run(): a coroutine's frame keeps every local for its whole life.
+  const std::vector<Step>& prepare() {
     for (const TensorSpec& t : s.tensors) {
       if (t.list) {
         const int n = static_cast<int>(whole(*t.list));
@@ -183,17 +191,40 @@ struct Interpreter::State {
       static const std::vector<Step> kNone;
       prog = it == s.programs.end() ? &kNone : &it->second;
     }
-    for (const Step& step : *prog) {
+    return *prog;
+  }
+
+  Task<void> run() {
+    for (const Step& step : prepare()) {
       if (!applies(step)) continue;
       if (timing_only && step.kind != StepKind::kOp && step.kind != StepKind::kWait &&
           step.kind != StepKind::kNewGroup) {
         if (rank == 0) ++log.skipped_steps;  // no values to show or compare
         continue;
       }
-      check_conflicts(step, step.kind == StepKind::kOp && step.spec().rooted && step.peer && peer(step) == rank);
-      co_await execute(step);
+      check_conflicts(step, rooted_here(step));
+      if (step.kind == StepKind::kWait) {
+        co_await wait_for(step);
+        continue;
+      }
+      Started op = execute(step);  // a step other than an op: no Work, done
+      if (!step.handle.empty()) {
+        keep(step, std::move(op));
+        continue;
+      }
+      co_await op.work;
+      if (op.done) op.done();
     }
-    // Ops started asynchronously and never waited for finish here.
+    co_await finish_all();
+  }
+
+  // Waits run in coroutines of their own, whose loops' state lives only
+  // while they wait (in run()'s frame it would live per rank for the run).
+  Task<void> wait_for(const Step& step) {
+    for (const auto& h : step.handles) co_await finish(handles[h]);
+  }
+  // Ops started asynchronously and never waited for finish here.
+  Task<void> finish_all() {
     for (auto& [name, h] : handles) co_await finish(h);
   }
 
@@ -223,14 +254,16 @@ struct Interpreter::State {
     }
   }
 
-  Task<void> launch(const Step& step, Work w, std::function<void()> on_complete) {
-    Handle h{std::move(w), std::move(on_complete), false, {}, {}};
-    if (!step.handle.empty()) {
-      uses(step, step.spec().rooted && step.peer && peer(step) == rank, h.reads, h.writes);
-      handles[step.handle] = std::move(h);
-      co_return;
-    }
-    co_await finish(h);
+  // Whether this rank is the root of a rooted op step.
+  bool rooted_here(const Step& step) const {
+    return step.kind == StepKind::kOp && step.spec().rooted && step.peer && peer(step) == rank;
+  }
+
+  // Keeps a started op under its step's handle, for a later wait.
+  void keep(const Step& step, Started op) {
+    Handle h{std::move(op.work), std::move(op.done), false, {}, {}};
+    uses(step, rooted_here(step), h.reads, h.writes);
+    handles[step.handle] = std::move(h);
   }
 
   static std::vector<TensorView> views(std::vector<Tensor>& l) {
@@ -281,7 +314,10 @@ struct Interpreter::State {
     return c;
   }
 
-  Task<void> execute(const Step& step) {
+  // Starts `step` (anything but a wait). Not a coroutine: its locals are
+  // gone while the op runs -- a coroutine frame holding them (a DistCall,
+  // the recorder's callbacks) would live per rank for the whole run.
+  Started execute(const Step& step) {
     switch (step.kind) {
       case StepKind::kOp: {
         const DistCall c = call_of(step);
@@ -292,18 +328,16 @@ struct Interpreter::State {
         Work work = dispatch(d, c);
         std::function<void()> done;
         if (recorded) done = [recorded = std::move(recorded), work] { recorded(work); };
-        co_await launch(step, std::move(work), std::move(done));
-        co_return;
+        return {std::move(work), std::move(done)};
       }
       case StepKind::kWait:
-        for (const auto& h : step.handles) co_await finish(handles[h]);
-        co_return;
+        break;  // run() waits
       case StepKind::kNewGroup:
         groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
-        co_return;
+        return {};
       case StepKind::kPrint:
         log.output.push_back(OutputLine{rank, d.executor().now(), format_text(step)});
-        co_return;
+        return {};
       case StepKind::kUpdate:
         for_each_tensor(step.tensor, [&](Tensor& t, int j) {
           auto v = vars();
@@ -314,11 +348,12 @@ struct Interpreter::State {
             store(t, i, step.value.eval(v), step.value, v);
           }
         });
-        co_return;
+        return {};
       case StepKind::kExpect:
         expect(step);
-        co_return;
+        return {};
     }
+    return {};
   }
 
   template <typename F>

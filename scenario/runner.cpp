@@ -302,10 +302,12 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   res.implementation = job->implementation();
 
   const bool timing_only = res.timing_only;
+  // Not a coroutine: it hands back the interpreter's own Task (a frame
+  // here, per rank, would live as long as the rank's program).
   auto program = [&](Dist& d) -> Task<void> {
     auto& it = interpreters[static_cast<std::size_t>(d.rank())];
     it = std::make_unique<Interpreter>(s, d, log, timing_only);
-    co_await it->run();
+    return it->run();
   };
   RunContext ctx;
   ctx.label = "seed " + std::to_string(s.seed);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "sim/streaming_copy.h"
 
 namespace collie::sim {
 
@@ -17,93 +18,106 @@ Nanos bytes_to_ns(std::uint64_t bytes, double GBps) {
 }
 }  // namespace
 
-class Simulator::Endpoint final : public Transport {
+// A rank's transport and its state in the simulation, in one cache line:
+// every event touches its rank's.
+class alignas(64) Simulator::Endpoint final : public Transport {
  public:
-  Endpoint(Simulator& sim, int rank) : sim_(sim), rank_(rank) {}
+  Endpoint(Simulator& s, int r) : sim(s), rank_(r) {}
   int rank() const override { return rank_; }
-  int world_size() const override { return sim_.world_size_; }
-  void attach(FrameSink* sink) override { sink_ = sink; }
+  int world_size() const override { return sim.world_size_; }
+  void attach(FrameSink* s) override { sink = s; }
   void post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) override {
-    sim_.post_send(rank_, h, payload, cookie);
+    sim.post_send(rank_, h, payload, cookie);
   }
-  void schedule(std::coroutine_handle<> h) override {
-    sim_.push(sim_.now_, EventKind::kResume, rank_, h.address());
-  }
+  void schedule(std::coroutine_handle<> h) override { sim.push(sim.now_, EventKind::kResume, rank_, h.address()); }
   void schedule_after_compute(std::uint64_t bytes, std::coroutine_handle<> h) override {
-    sim_.schedule_after_compute(rank_, bytes, h);
+    sim.schedule_after_compute(rank_, bytes, h);
   }
   bool charges_compute_time() const override { return true; }
   void schedule_at(Nanos when, std::coroutine_handle<> h) override {
     // `when` is on this rank's (possibly skewed) clock.
-    const auto r = static_cast<std::size_t>(rank_);
-    const double global = (static_cast<double>(when) - sim_.skew_offset_ns_[r]) / sim_.skew_rate_[r];
-    const Nanos at = std::max(sim_.now_, static_cast<Nanos>(std::ceil(global)));
-    sim_.push(at, EventKind::kResume, rank_, h.address());
+    const double global =
+        skewed ? (static_cast<double>(when) - skew().offset_ns) / skew().rate : static_cast<double>(when);
+    sim.push(std::max(sim.now_, static_cast<Nanos>(std::ceil(global))), EventKind::kResume, rank_, h.address());
   }
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override {
-    return sim_.run_until(done, deadline);
+    return sim.run_until(done, deadline);
   }
-  Nanos now() const override { return sim_.local_time(rank_, sim_.now_); }
-  FrameSink* sink() const { return sink_; }
+  Nanos now() const override { return skewed ? sim.local_time(rank_, sim.now_) : sim.now_; }
 
-  bool moves_payloads() const override { return !sim_.timing_only_; }
+  bool moves_payloads() const override { return !sim.timing_only_; }
 
   // Memory: skipped in timing-only mode, where tensors have no bytes.
   void copy(void* dst, const void* src, std::size_t bytes) override {
-    if (!sim_.timing_only_) Transport::copy(dst, src, bytes);
+    if (!sim.timing_only_) streaming_copy(dst, src, bytes);
   }
   void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) override {
-    if (!sim_.timing_only_) Transport::reduce(dst, src, count, dtype, op);
+    if (!sim.timing_only_) Transport::reduce(dst, src, count, dtype, op);
   }
   void finish_average(void* dst, std::size_t count, DType dtype, int divisor) override {
-    if (!sim_.timing_only_) Transport::finish_average(dst, count, dtype, divisor);
+    if (!sim.timing_only_) Transport::finish_average(dst, count, dtype, divisor);
   }
   std::shared_ptr<std::byte> allocate(std::size_t bytes) override {
-    return sim_.timing_only_ ? nullptr : Transport::allocate(bytes);
+    return sim.timing_only_ ? nullptr : Transport::allocate(bytes);
   }
 
+  const Skew& skew() const { return sim.skews_[static_cast<std::size_t>(rank_)]; }
+
+  Simulator& sim;
+  FrameSink* sink = nullptr;
+  Nanos clock = 0;        // virtual time of the rank's latest event
+  Nanos nic_free = 0;     // when its NIC is free to inject the next message
+  Nanos cpu_free = 0;     // cpu_bound, and reductions: when its CPU is free
+  double slow = 1.0;      // factor on its CPU and injection costs (slow-rank faults, time slicing)
+  bool crashed = false;
+  bool out_of_cache = false;  // its last received frame's op did not fit the caches
+  bool skewed = false;        // its clock runs as skews_[rank] says
+
  private:
-  Simulator& sim_;
   const int rank_;
-  FrameSink* sink_ = nullptr;
 };
+
+Simulator::Endpoint& Simulator::ep(int rank) {
+  static_assert(sizeof(Endpoint) == 64, "a rank's endpoint and state fill one cache line");
+  return endpoints_[static_cast<std::size_t>(rank)];
+}
+const Simulator::Endpoint& Simulator::ep(int rank) const { return endpoints_[static_cast<std::size_t>(rank)]; }
 
 Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, FaultPlan faults)
     : world_size_(world_size), seed_(seed), model_(model), prng_(seed), plan_(std::move(faults)) {
   const auto n = static_cast<std::size_t>(world_size);
+  if (world_size >= kHugePagesFromRanks) huge_pages_ = std::make_unique<HeapHugePages>();
   endpoints_.reserve(n);
-  for (int r = 0; r < world_size; ++r) endpoints_.push_back(std::make_unique<Endpoint>(*this, r));
-  clocks_.assign(n, 0);
-  nic_free_.assign(n, 0);
-  cpu_free_.assign(n, 0);
-  crashed_.assign(n, false);
-  slow_.assign(n, 1.0);
-  out_of_cache_.assign(n, 0);
-  skew_rate_.assign(n, 1.0);
-  skew_offset_ns_.assign(n, 0.0);
+  for (int r = 0; r < world_size; ++r) endpoints_.emplace_back(*this, r);
+  if (huge_pages_) HeapHugePages::advise(endpoints_.data(), n * sizeof(Endpoint));
   const int per_node = model_.ranks_per_node > 0 ? std::min(model_.ranks_per_node, world_size) : world_size;
   oversubscribed_ = model_.cpu_bound && model_.cores_per_node > 0 && per_node > model_.cores_per_node;
   // Time slicing slows every rank of an oversubscribed node's CPU work, as a
-  // slow-rank fault slows one rank's: both scale slow_.
-  if (oversubscribed_ && model_.oversubscribed_cpu_factor > 0) slow_.assign(n, model_.oversubscribed_cpu_factor);
+  // slow-rank fault slows one rank's: both scale Endpoint::slow.
+  if (oversubscribed_ && model_.oversubscribed_cpu_factor > 0)
+    for (Endpoint& e : endpoints_) e.slow = model_.oversubscribed_cpu_factor;
   fault_names_ = plan_.describe();
   auto valid = [&](int r) { return r >= 0 && r < world_size; };
   for (const auto& s : plan_.slow)
-    if (valid(s.rank)) slow_[static_cast<std::size_t>(s.rank)] *= s.factor;
+    if (valid(s.rank)) ep(s.rank).slow *= s.factor;
   for (const auto& s : plan_.skews) {
     if (!valid(s.rank)) continue;
-    skew_rate_[static_cast<std::size_t>(s.rank)] = s.rate;
-    skew_offset_ns_[static_cast<std::size_t>(s.rank)] = s.offset_us * 1000.0;
+    if (skews_.empty()) skews_.assign(n, Skew{});
+    skews_[static_cast<std::size_t>(s.rank)] = Skew{s.rate, s.offset_us * 1000.0};
+    ep(s.rank).skewed = s.rate != 1.0 || s.offset_us != 0.0;
   }
   for (const auto& c : plan_.crashes)
     if (valid(c.rank) && c.at_ns) push(*c.at_ns, EventKind::kCrash, c.rank, nullptr);
 }
 
 Nanos Simulator::local_time(int r, Nanos t) const {
-  const auto i = static_cast<std::size_t>(r);
-  if (skew_rate_[i] == 1.0 && skew_offset_ns_[i] == 0.0) return t;
-  return static_cast<Nanos>(std::llround(skew_offset_ns_[i] + skew_rate_[i] * static_cast<double>(t)));
+  const Endpoint& e = ep(r);
+  if (!e.skewed) return t;
+  return static_cast<Nanos>(std::llround(e.skew().offset_ns + e.skew().rate * static_cast<double>(t)));
 }
+
+Nanos Simulator::rank_clock(int r) const { return ep(r).clock; }
+bool Simulator::crashed(int r) const { return ep(r).crashed; }
 
 void Simulator::enable_trace() {
   if (!trace_) trace_ = std::make_unique<TraceRecorder>(world_size_);
@@ -122,14 +136,13 @@ void Simulator::record(FaultRecord::Kind kind, int src, int dst, const FrameHead
 }
 
 void Simulator::crash(int rank, const std::string& why, int plan_index) {
-  const auto r = static_cast<std::size_t>(rank);
-  if (crashed_[r]) return;
-  crashed_[r] = true;
+  if (ep(rank).crashed) return;
+  ep(rank).crashed = true;
   record(FaultRecord::Kind::kCrash, rank, -1, FrameHeader{}, why);
   if (plan_index < 0) return;
   const Crash& c = plan_.crashes[static_cast<std::size_t>(plan_index)];
   if (!c.detect_ns) return;
-  for (int p = 0; p < static_cast<int>(crashed_.size()); ++p)
+  for (int p = 0; p < world_size_; ++p)
     if (p != rank) push(now_ + *c.detect_ns, EventKind::kPeerLost, p, nullptr, static_cast<std::uint32_t>(rank));
 }
 
@@ -176,18 +189,23 @@ void Simulator::step_begin(int rank, std::uint64_t id, const std::string& step, 
   }
 }
 
+bool Simulator::wants_steps() const {
+  return trace_ || std::any_of(plan_.crashes.begin(), plan_.crashes.end(),
+                               [](const Crash& c) { return !c.at_step.empty(); });
+}
+
 Simulator::~Simulator() = default;
 
-Transport& Simulator::transport(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
+Transport& Simulator::transport(int rank) { return ep(rank); }
 
 void Simulator::push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame) {
-  heap_.push_back(Event{time, prng_.next(), order_++, kind, rank, ptr, frame});
-  std::push_heap(heap_.begin(), heap_.end(), EventLater{});
+  const std::uint64_t payload = ptr ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)) : frame;
+  queue_.push(Event{time, prng_.next(), order_++, payload, rank, static_cast<std::uint8_t>(kind)});
 }
 
 void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
-  const auto s = static_cast<std::size_t>(src);
-  if (crashed_[s]) return;  // a crashed rank sends nothing
+  Endpoint& sender = ep(src);
+  if (sender.crashed) return;  // a crashed rank sends nothing
   const bool same_node = model_.ranks_per_node <= 0 || src / model_.ranks_per_node == h.dst / model_.ranks_per_node;
   const LinkModel& link = same_node ? model_.intra : model_.inter;
   double bandwidth = link.bandwidth_GBps;
@@ -217,15 +235,15 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
       alpha += d.added_latency_us * 1000.0;
     }
   }
-  Nanos start = explorer_ ? now_ : std::max(now_, nic_free_[s]);
+  Nanos start = explorer_ ? now_ : std::max(now_, sender.nic_free);
   const double bytes_ns = explorer_ ? 0.0 : static_cast<double>(bytes_to_ns(h.bytes, bandwidth));
-  Nanos inject = static_cast<Nanos>(std::llround(bytes_ns * slow_[s]));
+  Nanos inject = static_cast<Nanos>(std::llround(bytes_ns * sender.slow));
   if (explorer_) alpha = 0;
   if (model_.jitter_fraction > 0 && !explorer_) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
   const Nanos alpha_ns = static_cast<Nanos>(std::llround(alpha));
   Nanos arrival = start + inject + alpha_ns;
   if (model_.cpu_bound && !explorer_) {
-    const auto d = static_cast<std::size_t>(h.dst);
+    Endpoint& receiver = ep(h.dst);
     // The overhead is per message; a rendezvous's RTS and CTS are header
     // frames the transport handles within the message's own processing.
     const bool control = h.kind == FrameKind::kRts || h.kind == FrameKind::kCts;
@@ -233,17 +251,17 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     // Each end's CPU cost, the overhead included, scales with its rank's
     // slowness (a slow-rank fault, time slicing).
     const double cost_ns = (control ? 0.0 : per_message_us * 1000.0) + bytes_ns;
-    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0 * slow_[s]));
-    const Nanos dur = static_cast<Nanos>(std::llround(cost_ns * slow_[s]));
-    start = claim_core(src, std::max(now_, cpu_free_[s]), dur);
-    cpu_free_[s] = start + dur;
+    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0 * sender.slow));
+    const Nanos dur = static_cast<Nanos>(std::llround(cost_ns * sender.slow));
+    start = claim_core(src, std::max(now_, sender.cpu_free), dur);
+    sender.cpu_free = start + dur;
     inject = dur;
-    const Nanos rx_dur = static_cast<Nanos>(std::llround(cost_ns * slow_[d]));
-    const Nanos rx_start = claim_core(h.dst, std::max(start + o + alpha_ns, cpu_free_[d]), rx_dur);
+    const Nanos rx_dur = static_cast<Nanos>(std::llround(cost_ns * receiver.slow));
+    const Nanos rx_start = claim_core(h.dst, std::max(start + o + alpha_ns, receiver.cpu_free), rx_dur);
     arrival = std::max(rx_start + rx_dur, start + dur + alpha_ns);
-    cpu_free_[d] = arrival;
+    receiver.cpu_free = arrival;
   }
-  nic_free_[s] = start + inject;
+  sender.nic_free = start + inject;
 
   // Message faults, in plan order.
   const bool first_frame = h.kind == FrameKind::kEager || h.kind == FrameKind::kRts;
@@ -369,12 +387,13 @@ void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::corou
     push(now_, EventKind::kResume, rank, h.address());
     return;
   }
-  Nanos& cpu = cpu_free_[static_cast<std::size_t>(rank)];
-  const double gamma = out_of_cache_[static_cast<std::size_t>(rank)] && model_.memory_reduce_GBps > 0
+  Endpoint& e = ep(rank);
+  Nanos& cpu = e.cpu_free;
+  const double gamma = e.out_of_cache && model_.memory_reduce_GBps > 0
                            ? model_.memory_reduce_GBps
                            : model_.reduce_GBps;
   const Nanos dur = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, gamma)) *
-                                                    slow_[static_cast<std::size_t>(rank)]));
+                                                    e.slow));
   cpu = claim_core(rank, std::max(now_, cpu), dur) + dur;
   push(cpu, EventKind::kResume, rank, h.address());
 }
@@ -384,12 +403,31 @@ void Simulator::mix(std::uint64_t v) {
   hash_ *= 0x100000001b3ull;
 }
 
+void Simulator::prefetch(const Event& e) const {
+  // At 10^5 ranks an event's rank, frame and coroutine are out of every
+  // cache; asking for them one event ahead overlaps those misses with the
+  // current event's work. (Only a hint: it reads and changes nothing.)
+  __builtin_prefetch(&endpoints_[static_cast<std::size_t>(e.rank)]);
+  switch (static_cast<EventKind>(e.kind)) {
+    case EventKind::kDeliver: {
+      const auto* f = reinterpret_cast<const char*>(&frames_in_flight_[e.frame()]);
+      __builtin_prefetch(f);
+      __builtin_prefetch(f + 64);
+      __builtin_prefetch(f + 128);
+      break;
+    }
+    case EventKind::kResume: __builtin_prefetch(e.ptr()); break;
+    default: break;
+  }
+}
+
 void Simulator::process(const Event& e) {
   ++events_;
-  const auto r = static_cast<std::size_t>(e.rank);
-  if (crashed_[r] && e.kind != EventKind::kDeliver) return;  // a crashed rank does nothing
-  clocks_[r] = now_;
-  switch (e.kind) {
+  Endpoint& at = ep(e.rank);
+  const auto kind = static_cast<EventKind>(e.kind);
+  if (at.crashed && kind != EventKind::kDeliver) return;  // a crashed rank does nothing
+  at.clock = now_;
+  switch (kind) {
     case EventKind::kCrash: {
       int index = -1;
       for (std::size_t i = 0; i < plan_.crashes.size() && index < 0; ++i)
@@ -404,22 +442,21 @@ void Simulator::process(const Event& e) {
     }
     case EventKind::kPeerLost:
       // A live rank's transport notices that rank e.frame's connection died.
-      endpoints_[r]->sink()->on_peer_lost(static_cast<int>(e.frame),
-                                          "rank " + std::to_string(e.frame) + " crashed (its connection was reset)",
-                                          false);
+      at.sink->on_peer_lost(static_cast<int>(e.frame()),
+                            "rank " + std::to_string(e.frame()) + " crashed (its connection was reset)", false);
       return;
     case EventKind::kResume:
-      std::coroutine_handle<>::from_address(e.ptr).resume();
+      std::coroutine_handle<>::from_address(e.ptr()).resume();
       return;
     case EventKind::kSendComplete:
-      endpoints_[r]->sink()->on_send_complete(e.ptr);
+      at.sink->on_send_complete(e.ptr());
       return;
     case EventKind::kDeliver: {
       // Move the frame out first: the sink may post sends that reuse slots.
-      InFlight f = std::move(frames_in_flight_[e.frame]);
-      free_frames_.push_back(e.frame);
+      InFlight f = std::move(frames_in_flight_[e.frame()]);
+      free_frames_.push_back(e.frame());
       const FrameHeader& h = f.header;
-      if (crashed_[r]) {
+      if (at.crashed) {
         record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
         return;
       }
@@ -429,7 +466,7 @@ void Simulator::process(const Event& e) {
         trace_->message(f.message_id, h.src, h.dst, f.sent_at, now_, label);
       }
       ++frames_;
-      out_of_cache_[r] = out_of_cache(h);
+      at.out_of_cache = out_of_cache(h);
       bytes_ += h.bytes;
       mix(static_cast<std::uint64_t>(now_));
       mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(h.src)) << 32) |
@@ -440,10 +477,11 @@ void Simulator::process(const Event& e) {
       mix(h.bytes);
       std::span<const std::byte> payload = f.borrowed ? std::span<const std::byte>(f.borrowed, h.bytes)
                                                       : std::span<const std::byte>(f.copy);
-      endpoints_[static_cast<std::size_t>(h.dst)]->sink()->on_frame(h, payload);
+      ep(h.dst).sink->on_frame(h, payload);
       if (f.complete_on_delivery && f.cookie) {
-        clocks_[static_cast<std::size_t>(h.src)] = std::max(clocks_[static_cast<std::size_t>(h.src)], now_);
-        endpoints_[static_cast<std::size_t>(h.src)]->sink()->on_send_complete(f.cookie);
+        Endpoint& sender = ep(h.src);
+        sender.clock = std::max(sender.clock, now_);
+        sender.sink->on_send_complete(f.cookie);
       }
       return;
     }
@@ -455,12 +493,15 @@ void Simulator::process(const Event& e) {
 // receiver, the first pending frame of one sender, chosen by the explorer
 // when several senders have frames pending.
 bool Simulator::pop_explored(Event& out) {
+  // The explorer's rules pick among every pending event: all of them out of
+  // the queue, the rest back in.
+  std::vector<Event> heap_ = queue_.take_all();
   Nanos t = heap_.front().time;
   for (const Event& e : heap_) t = std::min(t, e.time);
   std::size_t best = heap_.size();
   for (std::size_t i = 0; i < heap_.size(); ++i) {
     const Event& e = heap_[i];
-    if (e.time != t || e.kind == EventKind::kDeliver) continue;
+    if (e.time != t || static_cast<EventKind>(e.kind) == EventKind::kDeliver) continue;
     if (best == heap_.size() || e.order < heap_[best].order) best = i;
   }
   if (best == heap_.size()) {
@@ -472,7 +513,7 @@ bool Simulator::pop_explored(Event& out) {
     for (std::size_t i = 0; i < heap_.size(); ++i) {
       const Event& e = heap_[i];
       if (e.time != t || e.rank != dst) continue;
-      const int src = frames_in_flight_[e.frame].header.src;
+      const int src = frames_in_flight_[e.frame()].header.src;
       auto it = first.find(src);
       if (it == first.end() || e.order < heap_[it->second].order) first[src] = i;
     }
@@ -482,7 +523,7 @@ bool Simulator::pop_explored(Event& out) {
       std::vector<std::string> labels;
       std::vector<std::size_t> index;
       for (const auto& [src, i] : first) {
-        const FrameHeader& h = frames_in_flight_[heap_[i].frame].header;
+        const FrameHeader& h = frames_in_flight_[heap_[i].frame()].header;
         labels.push_back("rank " + std::to_string(dst) + " gets rank " + std::to_string(src) + "'s frame (tag " +
                          std::to_string(h.tag) + ") first");
         index.push_back(i);
@@ -491,9 +532,8 @@ bool Simulator::pop_explored(Event& out) {
     }
   }
   out = heap_[best];
-  heap_[best] = heap_.back();
-  heap_.pop_back();
-  std::make_heap(heap_.begin(), heap_.end(), EventLater{});
+  for (std::size_t i = 0; i < heap_.size(); ++i)
+    if (i != best) queue_.push(heap_[i]);
   return true;
 }
 
@@ -508,15 +548,15 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
     ~Reset() { b = false; }
   } reset{running_};
   while (!done()) {
-    if (heap_.empty() && deadline) {
+    if (queue_.empty() && deadline) {
       now_ = std::max(now_, *deadline);  // virtual time passes even when nothing happens
       return false;
     }
-    if (heap_.empty()) {
+    if (queue_.empty()) {
       throw Error(ErrorKind::kDeadlock, OpContext{},
                   "no event can run at t=" + std::to_string(now_) + "ns and the awaited op is not complete");
     }
-    if (deadline && heap_.front().time > *deadline) {
+    if (deadline && queue_.top().time > *deadline) {
       now_ = std::max(now_, *deadline);
       return false;
     }
@@ -524,12 +564,12 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
     if (explorer_) {
       pop_explored(e);
     } else {
-      std::pop_heap(heap_.begin(), heap_.end(), EventLater{});
-      e = heap_.back();
-      heap_.pop_back();
+      e = queue_.pop();
+      if (!queue_.empty()) prefetch(queue_.top());
     }
     now_ = e.time;
     process(e);
+    if (huge_pages_ && (events_ & 1023) == 0) huge_pages_->grew();
   }
   return true;
 }

@@ -22,8 +22,10 @@
 
 #include "core/observer.h"
 #include "core/transport.h"
+#include "sim/event_queue.h"
 #include "sim/explorer.h"
 #include "sim/faults.h"
+#include "sim/huge_pages.h"
 #include "sim/network_model.h"
 #include "sim/prng.h"
 #include "sim/trace.h"
@@ -50,7 +52,7 @@ class Simulator final : public OpObserver {
 
   Nanos now() const { return now_; }
   // Virtual time of rank r's latest event.
-  Nanos rank_clock(int r) const { return clocks_[static_cast<std::size_t>(r)]; }
+  Nanos rank_clock(int r) const;
   std::uint64_t trace_hash() const { return hash_; }
   std::uint64_t events_processed() const { return events_; }
   std::uint64_t frames_delivered() const { return frames_; }
@@ -59,7 +61,7 @@ class Simulator final : public OpObserver {
   const FaultPlan& faults() const { return plan_; }
   // What the fault plan did, in order.
   const std::vector<FaultRecord>& fault_log() const { return records_; }
-  bool crashed(int r) const { return crashed_[static_cast<std::size_t>(r)]; }
+  bool crashed(int r) const;
   // Rank r's clock (skewed if a ClockSkew says so) at global time t.
   Nanos local_time(int r, Nanos t) const;
 
@@ -86,27 +88,19 @@ class Simulator final : public OpObserver {
   void op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos now) override;
   void op_end(int rank, std::uint64_t id, const std::string& error, Nanos now) override;
   void step_begin(int rank, std::uint64_t id, const std::string& step, Nanos now) override;
+  // Ends are only traced; steps are traced and targeted by crash faults.
+  bool wants_op_end() const override { return trace_ != nullptr; }
+  bool wants_steps() const override;
 
  private:
   class Endpoint;
   friend class Endpoint;
+  // Worlds from this size on run with the heap on huge pages.
+  static constexpr int kHugePagesFromRanks = 8192;
+  // An Event's kind. Its ptr(): the coroutine (kResume) or the send cookie
+  // (kSendComplete); its frame(): the slot in frames_in_flight_ (kDeliver)
+  // or the crashed rank (kPeerLost). push() takes one or the other.
   enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash, kPeerLost };
-  struct Event {
-    Nanos time;
-    std::uint64_t tiebreak;
-    std::uint64_t order;
-    EventKind kind;
-    std::int32_t rank;
-    void* ptr;            // coroutine address, or send cookie
-    std::uint32_t frame;  // slot in frames_in_flight_ (kPeerLost: the crashed rank)
-  };
-  struct EventLater {
-    bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      if (a.tiebreak != b.tiebreak) return a.tiebreak > b.tiebreak;
-      return a.order > b.order;
-    }
-  };
   struct InFlight {
     FrameHeader header;
     std::vector<std::byte> copy;        // small payloads are copied at post time
@@ -127,6 +121,7 @@ class Simulator final : public OpObserver {
   double sample_delay_ns(const MessageFault& f);
   void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);
   void process(const Event& e);
+  void prefetch(const Event& e) const;
   void mix(std::uint64_t v);
 
   const int world_size_;
@@ -135,11 +130,12 @@ class Simulator final : public OpObserver {
   // cpu_bound: nodes run more ranks than cores (the model's time slicing).
   bool oversubscribed_ = false;
   Prng prng_;
-  std::vector<std::unique_ptr<Endpoint>> endpoints_;
-  std::vector<Event> heap_;
+  std::vector<Endpoint> endpoints_;  // by rank; never reallocated (transport() hands out references)
+  Endpoint& ep(int rank);
+  const Endpoint& ep(int rank) const;
+  EventQueue queue_;
   std::uint64_t order_ = 0;
   Nanos now_ = 0;
-  std::vector<Nanos> clocks_, nic_free_, cpu_free_;
   std::vector<std::vector<Nanos>> core_free_;  // cpu_bound with cores_per_node: per node, per core
   // cpu_bound: the earliest start at or after `t` of a `dur`-long job on
   // rank r's node (taking the core that frees first).
@@ -151,11 +147,12 @@ class Simulator final : public OpObserver {
   bool running_ = false;
   FaultPlan plan_;
   std::vector<std::string> fault_names_;  // plan_.describe(), for records
-  std::vector<bool> crashed_;
-  std::vector<double> slow_;              // per rank
-  std::vector<char> out_of_cache_;        // per rank: its last received frame's op did not fit the caches
   bool out_of_cache(const FrameHeader& h) const;
-  std::vector<double> skew_rate_, skew_offset_ns_;
+  struct Skew {
+    double rate = 1.0;
+    double offset_ns = 0.0;
+  };
+  std::vector<Skew> skews_;  // by rank; empty when no rank's clock is skewed
   std::map<std::tuple<std::size_t, int, int>, std::uint64_t> nth_counts_;
   std::vector<FaultRecord> records_;
   std::unique_ptr<TraceRecorder> trace_;
@@ -163,6 +160,8 @@ class Simulator final : public OpObserver {
   Explorer* explorer_ = nullptr;
   bool timing_only_ = false;
   bool pop_explored(Event& out);
+  // Large worlds: the heap on transparent huge pages (sim/huge_pages.h).
+  std::unique_ptr<HeapHugePages> huge_pages_;
 };
 
 }  // namespace collie::sim

@@ -50,7 +50,7 @@ Work HostTensorDist::call(DistCall c) {
   auto outer = std::make_shared<WorkState>();
   outer->executor = &inner_.executor();
   outer->info = inner.state()->info;
-  outer->description = inner.state()->description;
+  if (!inner.state()->description().empty()) outer->more().description = inner.state()->description();
   copies_back_.spawn(copy_back(std::move(inner), std::move(device), std::move(host), world_, r, outer));
   return Work(outer);
 }

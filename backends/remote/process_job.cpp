@@ -639,11 +639,11 @@ Work ProcessJob::issue(int rank, const std::shared_ptr<OpInfo>& info, json head,
   auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   w->executor = this;
   w->info = info;
-  w->description = std::move(description);
+  w->more().description = std::move(description);
   w->posted_at = now();
   info->started_at = w->posted_at;
   r.last_op = info;
-  r.last_op_text = w->description;
+  r.last_op_text = w->description();
   if (r.dead) {
     w->finish(std::make_exception_ptr(
         Error(ErrorKind::kTransport, info->context(), "rank " + std::to_string(rank) + "'s process " + r.fate)));

@@ -38,6 +38,7 @@ class CollectiveContext {
 
   // The call's Work: once it has completed, the algorithm must stop.
   void bind(std::shared_ptr<WorkState> outer) { outer_ = std::move(outer); }
+  const std::shared_ptr<WorkState>& call_work() const { return outer_; }
 
   int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
@@ -52,7 +53,7 @@ class CollectiveContext {
   void step(const char* phase, int index = -1) {
     info_->step_phase = phase;
     info_->step_index = index;
-    if (observer_) observer_->step_begin(info_->rank, info_->id, info_->step(), t_.now());
+    if (observer_ && observer_->wants_steps()) observer_->step_begin(info_->rank, info_->id, info_->step(), t_.now());
   }
 
   Work send(int peer, int tag, TensorView buf) {

@@ -9,56 +9,88 @@
 
 namespace collie::algorithms {
 
-Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op) {
-  const int n = c.size();
-  const int r = c.rank();
-  if (n == 1) co_return;
-  const Fold f = fold_to_power_of_two(n, r);
-  enum : int { kFoldTag = 0, kUnfoldTag = 1, kStepTag = 2 };
+namespace {
 
-  if (f.role != Fold::kNone) c.step("fold");
-  if (f.role == Fold::kSender) {
-    co_await c.send(f.partner, kFoldTag, t);
-  } else if (f.role == Fold::kReceiver) {
-    co_await c.recv_reduce(f.partner, kFoldTag, t, op);
+enum : int { kFoldTag = 0, kUnfoldTag = 1, kStepTag = 2 };
+
+// The two halves of the range a rank holds at reduce-scatter step `step`
+// (mask pof2/2 >> step), replayed from the whole tensor: a list of every
+// step's ranges was ~1 KiB per rank for the whole call.
+struct Level {
+  int peer;
+  std::size_t keep_lo, keep_hi, give_lo, give_hi;
+};
+Level level(const Fold& f, std::size_t count, int step) {
+  std::size_t lo = 0, hi = count;
+  Level lv{};
+  for (int s = 0, mask = f.pof2 / 2; s <= step; ++s, mask >>= 1) {
+    const int new_peer = f.new_rank ^ mask;
+    const std::size_t mid = lo + (hi - lo) / 2;
+    lv = f.new_rank > new_peer ? Level{f.real_rank(new_peer), mid, hi, lo, mid}
+                               : Level{f.real_rank(new_peer), lo, mid, mid, hi};
+    lo = lv.keep_lo;
+    hi = lv.keep_hi;
   }
+  return lv;
+}
+
+struct Exchange {
+  Work send, recv;
+};
+
+// Starts exchange `step` of 2 * levels: reduce-scatter steps first, then the
+// all-gather's in reverse order. Not part of the coroutine: its locals would
+// stay in the frame of every rank for the whole call.
+Exchange start_step(CollectiveContext& c, const Fold& f, TensorView t, ReduceOp op, int levels, int step) {
+  if (step < levels) {
+    c.step("reduce_scatter", step);
+    const Level lv = level(f, t.count, step);
+    Work s = c.send(lv.peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
+    Work rv = c.recv_reduce(lv.peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo), op);
+    return {std::move(s), std::move(rv)};
+  }
+  c.step("all_gather", step - levels);
+  const Level lv = level(f, t.count, 2 * levels - 1 - step);
+  Work s = c.send(lv.peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo));
+  Work rv = c.recv(lv.peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
+  return {std::move(s), std::move(rv)};
+}
+
+// The fold's or unfold's exchange of this rank (none when it has no
+// partner or the world is a power of two).
+Work fold(CollectiveContext& c, const Fold& f, TensorView t, ReduceOp op) {
+  if (f.role == Fold::kNone) return {};
+  c.step("fold");
+  return f.role == Fold::kSender ? c.send(f.partner, kFoldTag, t) : c.recv_reduce(f.partner, kFoldTag, t, op);
+}
+Work unfold(CollectiveContext& c, const Fold& f, TensorView t) {
+  if (f.role == Fold::kNone) return {};
+  c.step("unfold");
+  return f.role == Fold::kReceiver ? c.send(f.partner, kUnfoldTag, t) : c.recv(f.partner, kUnfoldTag, t);
+}
+
+}  // namespace
+
+// A coroutine keeps every local and every awaited temporary in its frame,
+// each in a place of its own, for the whole call on every rank: so one
+// exchange, reused by every co_await, and the rest in plain functions.
+Task<void> halving_doubling_all_reduce(CollectiveContext& c, TensorView t, ReduceOp op) {
+  if (c.size() == 1) co_return;
+  const Fold f = fold_to_power_of_two(c.size(), c.rank());
+  Exchange x;
+  x.recv = fold(c, f, t, op);
+  co_await x.recv;
   if (f.new_rank >= 0) {
-    struct Level {
-      int peer;
-      std::size_t keep_lo, keep_hi, give_lo, give_hi;
-    };
-    std::vector<Level> levels;
-    std::size_t lo = 0, hi = t.count;
-    int step = 0;
-    for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1, ++step) {
-      c.step("reduce_scatter", step);
-      const int new_peer = f.new_rank ^ mask;
-      const int peer = f.real_rank(new_peer);
-      const std::size_t mid = lo + (hi - lo) / 2;
-      Level lv{peer, lo, mid, mid, hi};
-      if (f.new_rank > new_peer) lv = Level{peer, mid, hi, lo, mid};
-      Work s = c.send(peer, kStepTag + step, t.slice(lv.give_lo, lv.give_hi - lv.give_lo));
-      Work rv = c.recv_reduce(peer, kStepTag + step, t.slice(lv.keep_lo, lv.keep_hi - lv.keep_lo), op);
-      co_await s;
-      co_await rv;
-      levels.push_back(lv);
-      lo = lv.keep_lo;
-      hi = lv.keep_hi;
-    }
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it, ++step) {
-      c.step("all_gather", step - static_cast<int>(levels.size()));
-      Work s = c.send(it->peer, kStepTag + step, t.slice(it->keep_lo, it->keep_hi - it->keep_lo));
-      Work rv = c.recv(it->peer, kStepTag + step, t.slice(it->give_lo, it->give_hi - it->give_lo));
-      co_await s;
-      co_await rv;
+    int levels = 0;
+    for (int mask = f.pof2 / 2; mask >= 1; mask >>= 1) ++levels;
+    for (int step = 0; step < 2 * levels; ++step) {
+      x = start_step(c, f, t, op, levels, step);
+      co_await x.send;
+      co_await x.recv;
     }
   }
-  if (f.role != Fold::kNone) c.step("unfold");
-  if (f.role == Fold::kReceiver) {
-    co_await c.send(f.partner, kUnfoldTag, t);
-  } else if (f.role == Fold::kSender) {
-    co_await c.recv(f.partner, kUnfoldTag, t);
-  }
+  x.recv = unfold(c, f, t);
+  co_await x.recv;
 }
 
 }  // namespace collie::algorithms
