@@ -17,10 +17,13 @@
 // the mac checks, and refuses a rank it already has or one out of range.
 //
 // Controller -> worker (a worker executes them in order):
-//   {"t":"begin","timeout_ns":T}   a run starts: the last run's groups and
-//                   handles are dropped; group 0 is a new group of every rank
-//                   (the run's world), so no message of one run can meet
-//                   another's. T: every op's timeout (absent: none).
+//   {"t":"begin","timeout_ns":T,"views":"strided"}   a run starts: the last
+//                   run's groups and handles are dropped; group 0 is a new
+//                   group of every rank (the run's world), so no message of
+//                   one run can meet another's. T: every op's timeout
+//                   (absent: none). views "strided" (JobOptions::
+//                   strided_views): hand the library non-contiguous views
+//                   of the tensors, or fail each op as unsupported.
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one

@@ -105,6 +105,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   void set_run_options(const JobOptions& o) override {
     options_.timeout_ns = o.timeout_ns;
     options_.process_faults = o.process_faults;
+    options_.strided_views = o.strided_views;
   }
   RunResult run(const DistProgram& program, const RunContext& context) override;
   std::string bench_in_ranks(const std::string& options_json) override;
@@ -667,6 +668,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     if (r.dead) continue;
     json begin{{"t", "begin"}};
     if (options_.timeout_ns > 0) begin["timeout_ns"] = options_.timeout_ns;
+    if (options_.strided_views) begin["views"] = "strided";
     queue(r, begin, {});
     flush(r);
   }
