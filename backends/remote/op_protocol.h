@@ -44,6 +44,8 @@
 //   {"t":"failed","id":N,"kind":K,"error":TEXT}  K: a collie error kind
 //     ("unsupported", "invalid_argument", "timeout", ...) or "library".
 //   {"t":"bench_rows","rows":[...]} / {"t":"bench_failed","error":TEXT}
+//   {"t":"crashed","signal":N}  the worker's process is dying of signal N
+//     (its fatal-signal handler says so; the connection closes next).
 #pragma once
 
 #include <cstddef>

@@ -24,6 +24,7 @@ import that fails), with one line on stderr saying why.
 """
 
 import datetime
+import faulthandler
 import hashlib
 import hmac
 import importlib
@@ -554,6 +555,9 @@ def start_process_group(backend, rank, world, op_timeout):
 
 
 def main():
+    # A fatal signal in the library (Gloo's SIGFPE, an abort) prints the
+    # Python stack on stderr: the last lines collie reports for the rank.
+    faulthandler.enable()
     for module in filter(None, (m.strip() for m in os.environ.get("COLLIE_TORCH_IMPORT", "").split(","))):
         try:
             if module.endswith(".py"):
