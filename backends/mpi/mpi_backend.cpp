@@ -156,6 +156,8 @@ BackendInfo make_mpi_backend() {
     remote::ProcessJobSpec spec;
     spec.backend = "mpi";
     spec.child_per_rank = false;
+    spec.library_timeouts = false;  // MPI has none (no_timeouts above)
+    spec.serves_smaller_worlds = true;  // MPI_Comm_create_group: members only
     spec.explain_failed_start = explain;
     spec.last_words = [](const std::string& output) { return remote::last_lines(output, 6, launcher_noise); };
     if (const std::string host = env("COLLIE_CONTROLLER_HOST"); !host.empty()) spec.listen_host = host;
