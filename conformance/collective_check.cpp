@@ -66,17 +66,15 @@ std::string unsupported(const RunResult& res) {
   return {};
 }
 
-CaseOutcome failed_run(const RunResult& res, const std::string& context) {
-  CaseOutcome out;
-  out.skipped = unsupported(res);
-  if (out.skipped.empty()) out.failure = "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
-  return out;
-}
 
 RunOnEveryRank on_local_world(LocalWorld& world, const std::string& context) {
   return [&world, context](const DistProgram& program) {
     return world.run([&program](Communicator& c) { return program(c); }, context);
   };
+}
+
+bool is_barrier(const CollectiveCase& c) {
+  return c.op == CollectiveKind::kBarrier || c.op == CollectiveKind::kMonitoredBarrier;
 }
 
 std::string strict_failure(const CaseOutcome& o) {
@@ -86,33 +84,102 @@ std::string strict_failure(const CaseOutcome& o) {
 
 }  // namespace
 
+CaseOutcome failed_run(const RunResult& res, const std::string& context) {
+  CaseOutcome out;
+  out.skipped = unsupported(res);
+  if (out.skipped.empty()) out.failure = "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
+  return out;
+}
+
 CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<CollectiveCase>& cases, bool strict,
-                          const std::string& context) {
+                          const std::string& context, bool library) {
   // Every rank's calls, made before the run (the buffers outlive it).
   std::vector<std::vector<CaseCall>> calls(static_cast<std::size_t>(W));
   for (int r = 0; r < W; ++r)
     for (const CollectiveCase& c : cases) calls[static_cast<std::size_t>(r)].push_back(case_call(c, r, W));
   check::OpRecords records;
+  // Barriers: how many members have entered each case's, counted by every
+  // rank's program (they all run in this process), and the first member
+  // found to have left one before every member entered.
+  std::vector<std::size_t> entered(cases.size());
+  std::string left_early;
+  Nanos late_ns = 0;
+  int late_rank = -1;
+  for (const CollectiveCase& c : cases)
+    if (c.late_rank >= 0 && c.late_ns > late_ns) late_ns = c.late_ns, late_rank = c.late_rank;
 
   auto program = [&](Dist& comm) -> Task<void> {
     const auto me = static_cast<std::size_t>(comm.rank());
     check::CallRecorder recorder(records, comm.rank(), W);
+    // One group per distinct list (each costs a library a rendezvous).
     std::vector<Group> groups;
-    for (const CollectiveCase& c : cases) groups.push_back(c.group.empty() ? Group() : comm.new_group(c.group));
+    std::map<std::vector<int>, Group> made;
+    for (const CollectiveCase& c : cases) {
+      if (c.group.empty()) {
+        groups.emplace_back();
+        continue;
+      }
+      auto it = made.find(c.group);
+      if (it == made.end()) it = made.emplace(c.group, comm.new_group(c.group)).first;
+      groups.push_back(it->second);
+    }
+    if (late_rank >= 0) {
+      // A start line: every rank's implementation has made the groups
+      // (for a library, a rendezvous that may take longer than the late
+      // rank's delay) before the late rank starts its delay.
+      Tensor mark(DType::kFloat32, {1});
+      co_await comm.all_reduce(mark, ReduceOp::kSum);
+      if (comm.rank() == late_rank) co_await sleep_for(comm.executor(), late_ns);
+    }
     std::vector<Work> works;
     std::vector<std::function<void(const Work&)>> recorded;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       DistCall& call = calls[me][k].call;
       call.group = groups[k];
-      recorded.push_back(recorder.before(call, group_label(cases[k], W), cases[k].describe()));
+      const int members = static_cast<int>(case_members(cases[k], W).size());
+      recorded.push_back(recorder.before(call, group_label(cases[k], W), cases[k].describe(!library, members)));
+      if (is_barrier(cases[k])) ++entered[k];
       works.push_back(dispatch(comm, call));
     }
-    co_await wait_all(works);
+    std::exception_ptr first;
+    for (std::size_t k = 0; k < works.size(); ++k) {
+      try {
+        co_await works[k];
+      } catch (...) {
+        if (!first) first = std::current_exception();
+        continue;
+      }
+      const std::vector<int> members = case_members(cases[k], W);
+      if (!is_barrier(cases[k]) || works[k].not_member() || entered[k] >= members.size() || !left_early.empty())
+        continue;
+      left_early = cases[k].describe(!library) + ": rank " + std::to_string(comm.rank()) + " left the " +
+                   std::string(op_spec(cases[k].op_kind()).name) + " when " + std::to_string(entered[k]) + " of its " +
+                   std::to_string(members.size()) + " members had entered" +
+                   (late_rank >= 0 ? " (rank " + std::to_string(late_rank) + " entered " +
+                                         std::to_string(late_ns / 1'000'000) + " ms late)"
+                                   : std::string()) +
+                   ": a barrier releases no member before every member entered";
+    }
+    if (first) std::rethrow_exception(first);
     for (std::size_t k = 0; k < works.size(); ++k)
       if (recorded[k]) recorded[k](works[k]);
   };
   const RunResult res = run(program);
-  if (!res.ok()) return failed_run(res, context);
+  if (!res.ok()) {
+    // The calls as the case made them (an error names the op, not its
+    // arguments: an uneven all_to_all's split sizes, say).
+    std::string calls_made = context;
+    for (std::size_t k = 0; k < cases.size() && k < 3; ++k)
+      calls_made += (calls_made.empty() ? "" : "; ") +
+                    cases[k].describe(!library, static_cast<int>(case_members(cases[k], W).size()));
+    if (cases.size() > 3) calls_made += "; ... " + std::to_string(cases.size() - 3) + " more calls";
+    return failed_run(res, calls_made);
+  }
+  if (!left_early.empty()) {
+    CaseOutcome out;
+    out.failure = left_early + (context.empty() ? "" : " (" + context + ")");
+    return out;
+  }
 
   // Case k is call number (earlier cases on its group) + 1 there.
   std::map<std::string, std::uint64_t> seq;

@@ -61,7 +61,11 @@ EncodedCall encode_call(const DistCall& c, int rank) {
   h["layout"] = std::move(layout);
   h["writes"] = std::move(writes);
   json ts = json::array();
-  for (const TensorView& t : e.buffers) ts.push_back(json{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}});
+  for (const TensorView& t : e.buffers) {
+    json one{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}};
+    if (t.shape && t.dims >= 2) one["shape"] = std::vector<std::int64_t>(t.shape, t.shape + t.dims);
+    ts.push_back(std::move(one));
+  }
   h["tensors"] = std::move(ts);
   return e;
 }
