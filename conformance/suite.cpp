@@ -98,6 +98,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   // A conformance replay runs under the suite's op timeout, as the case did.
   const std::string conf_flags =
       flags + (processes && o.timeout_ns > 0 ? " --timeout-us " + std::to_string(o.timeout_ns / 1000) : std::string());
+  // A scenario's own replay line (inside its failure) carries the same
+  // flags as the suite's: the worker, the launcher, the plugin, --processes.
+  std::vector<std::string> scenario_flags = o.replay_flags;
+  if (processes && backend.create) scenario_flags.push_back("--processes");
   JobCache jobs;
   std::atomic<std::uint64_t> frames = 0;  // delivered to collie's core over all runs (process backends count none)
   std::atomic<std::uint64_t>* frames_total = &frames;
@@ -151,9 +155,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);  // collie run's default is another
     }
     p.breaks = processes && (s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty());
-    p.run = [s, &o, &reg, &jobs, processes, frames_total, timeout_ns] {
+    p.run = [s, &o, &reg, &jobs, &scenario_flags, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
+      ro.replay_flags = scenario_flags;
       ro.registry = &reg;
       ro.processes = processes;
       ro.jobs = &jobs;
