@@ -103,15 +103,6 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
-void append(sim::FaultPlan& to, const sim::FaultPlan& from) {
-  to.messages.insert(to.messages.end(), from.messages.begin(), from.messages.end());
-  to.partitions.insert(to.partitions.end(), from.partitions.begin(), from.partitions.end());
-  to.degradations.insert(to.degradations.end(), from.degradations.begin(), from.degradations.end());
-  to.crashes.insert(to.crashes.end(), from.crashes.begin(), from.crashes.end());
-  to.slow.insert(to.slow.end(), from.slow.begin(), from.slow.end());
-  to.skews.insert(to.skews.end(), from.skews.begin(), from.skews.end());
-}
-
 std::string replay_command(const Scenario& s, const std::string& backend, const RunOptions& o) {
   std::ostringstream cmd;
   cmd << "collie run " << s.file << " --backend " << backend << " --seed " << s.seed;
@@ -210,9 +201,9 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     simulation.faults = {};
     scenario_crashes = true;
   }
-  append(simulation.faults, options.extra_faults);
+  simulation.faults.append(options.extra_faults);
   if (options.random_faults_seed)
-    append(simulation.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
+    simulation.faults.append(sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
   simulation.explorer = options.explorer;
   for (const std::string& text : options.fault_args) {  // as the user wrote them
     sim::FaultPlan one;

@@ -296,8 +296,10 @@ void Hub::on_init(std::size_t i, remote::Message m) {
   }
   const int other = rank_conn_[static_cast<std::size_t>(rank)];
   if (other >= 0) {
+    const bool copies = children_ && children_->size() > 1 && c.child < 0;
     refuse("two processes call init_process_group as rank " + std::to_string(rank) + ": pid " +
-           std::to_string(conns_[static_cast<std::size_t>(other)]->pid) + " and " + who);
+           std::to_string(conns_[static_cast<std::size_t>(other)]->pid) + " and " + who +
+           (copies ? " (each of the -n copies starts processes of its own: run such a program without -n)" : ""));
     return;
   }
   c.rank = rank;
@@ -440,7 +442,7 @@ Incoming Hub::next(int rank) {
     const int ci = rank_conn_[r];
     if (ci >= 0) {
       Conn& c = *conns_[static_cast<std::size_t>(ci)];
-      if (c.closed) return Incoming{Incoming::Kind::kEnded, {}, "its process (pid " + std::to_string(c.pid) + ") " + fate_of(c)};
+      if (c.closed) return Incoming{Incoming::Kind::kEnded, {}, "its process " + fate_of(c)};
       if (now - answered_at_[r] > options_.compute_timeout_ns)
         return Incoming{Incoming::Kind::kSilent, {},
                         "rank " + std::to_string(rank) + " made no call to collie for " +
@@ -478,6 +480,15 @@ long Hub::pid_of(int rank) const {
   if (rank < 0 || static_cast<std::size_t>(rank) >= rank_conn_.size()) return -1;
   const int ci = rank_conn_[static_cast<std::size_t>(rank)];
   return ci < 0 ? -1 : conns_[static_cast<std::size_t>(ci)]->pid;
+}
+
+std::vector<long> Hub::pids() const {
+  std::vector<long> out;
+  if (children_)
+    for (std::size_t k = 0; k < children_->size(); ++k) out.push_back(children_->pid(k));
+  for (const auto& c : conns_)
+    if (c->pid > 0 && std::find(out.begin(), out.end(), c->pid) == out.end()) out.push_back(c->pid);
+  return out;
 }
 
 void Hub::kill_rank(int rank) {

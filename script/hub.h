@@ -82,6 +82,9 @@ class Hub {
   void abort(const std::string& why);
   const std::string& fatal() const { return fatal_; }
 
+  // Every process the hub has seen: the command's own and every one that
+  // connected.
+  std::vector<long> pids() const;
   // The process of `rank` (-1 before it joins).
   long pid_of(int rank) const;
   // SIGKILLs the process of `rank` (a crash fault).

@@ -14,10 +14,14 @@ namespace {
 using json = nlohmann::json;
 
 // A rank that polls an unfinished op with is_completed() lets the clock
-// run: the second poll in a row waits this long first, each next one twice
-// as long, and past kMaxPolls a poll waits for the op (a spinning rank is
-// a blocked one: a deadlock, if nothing else can move).
+// run: the second poll in a row waits kPollQuantumNs first, each next one
+// twice as long up to kMaxPollWaitNs, and past kMaxPolls a poll waits for
+// the op (a spinning rank is a blocked one: a deadlock, if nothing else can
+// move). On a process backend an async op's completion is seen only by
+// waiting for it (backends/remote/op_protocol.h), so there the second poll
+// waits.
 constexpr Nanos kPollQuantumNs = 1000;
+constexpr Nanos kMaxPollWaitNs = 1'000'000;
 constexpr int kMaxPolls = 40;
 
 struct SleepUntil {
@@ -229,6 +233,9 @@ Task<void> ScriptRank::on_op(const remote::Message& m) {
     refuse(e.what());
     co_return;
   }
+  if (c.kind == OpKind::kSend) sent_.push_back(SentMessage{c.peer, c.tag, group, p->text, p->where});
+  for (const P2POp& b : c.p2p)
+    if (b.is_send) sent_.push_back(SentMessage{b.peer, b.tag, group, p->text, p->where});
   check_crash(op);  // in-process backends: the op may have crashed it
   const bool async = c.async;
   pending_[op] = std::move(p);
@@ -289,13 +296,14 @@ Task<void> ScriptRank::on_test(const remote::Message& m) {
     co_return;
   }
   Pending& p = *it->second;
-  if (!p.work.is_completed() && p.polls >= kMaxPolls) {
+  if (!p.work.is_completed() && p.polls >= (ctx_.polls_see_completion ? kMaxPolls : 1)) {
     co_await settle(op, id);
     co_return;
   }
   if (!p.work.is_completed() && p.polls > 0) {
     ctx_.output->set_blocked(rank_, true);
-    co_await SleepUntil{dist_->executor(), dist_->executor().now() + (kPollQuantumNs << (p.polls - 1))};
+    const Nanos wait = std::min(kMaxPollWaitNs, kPollQuantumNs << std::min(p.polls - 1, 20));
+    co_await SleepUntil{dist_->executor(), dist_->executor().now() + wait};
     ctx_.output->set_blocked(rank_, false);
     stamp();
   }

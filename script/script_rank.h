@@ -39,6 +39,9 @@ struct RankContext {
   OutputMerge* output = nullptr;
   check::OpRecords* records = nullptr;  // null: the oracle is not applied
   bool keep_calls = false;              // keep every call for --record
+  // Whether an async op's Work completes without being waited for (false on
+  // process backends: see script_rank.cpp's polls).
+  bool polls_see_completion = true;
   // Process backends: SIGKILL the program's rank process just before it
   // issues its op K (as the job kills the rank's worker there).
   std::vector<ProcessFault> process_crashes;
@@ -74,6 +77,16 @@ struct KeptCall {
   bool async = false;                // kOp: the process keeps a handle
 };
 
+// A message a rank sent (send, isend, or an isend of a batch), for the
+// check that every message sent was received.
+struct SentMessage {
+  int dst = -1;
+  int tag = 0;
+  std::string group;                 // as the records name it ("world")
+  std::string call;                  // call_text()
+  nlohmann::json where;
+};
+
 class ScriptRank {
  public:
   ScriptRank(int rank, int world, RankContext context);
@@ -86,6 +99,7 @@ class ScriptRank {
 
   const RankView& view() const { return view_; }
   const std::vector<KeptCall>& kept() const { return kept_; }
+  const std::vector<SentMessage>& sent() const { return sent_; }
 
  private:
   struct Pending;
@@ -110,6 +124,7 @@ class ScriptRank {
   nlohmann::json exception_;
   RankView view_;
   std::vector<KeptCall> kept_;
+  std::vector<SentMessage> sent_;
 };
 
 // How reports name a call: "recv(src=0, tag 0, float32 x 1) on world".

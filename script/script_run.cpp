@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "backends/data_path.h"
 #include "backends/job.h"
@@ -102,10 +103,11 @@ std::vector<std::string> stack_lines(const json& where, SourceLines& src) {
   return out;
 }
 
-std::string rank_report(int rank, long pid, const RankView& v, const RankOutcome* outcome, SourceLines& src) {
+// One rank's part of a failed run's report: the same bytes on every run of
+// the same program and seed (no process ids).
+std::string rank_report(int rank, const RankView& v, const RankOutcome* outcome, SourceLines& src) {
   std::ostringstream os;
   os << "rank " << rank;
-  if (pid > 0) os << " (pid " << pid << ")";
   os << ": ";
   auto indent = [&](const std::vector<std::string>& lines) {
     for (const auto& l : lines) os << "\n    " << l;
@@ -152,14 +154,6 @@ std::string rank_report(int rank, long pid, const RankView& v, const RankOutcome
   return os.str();
 }
 
-void append(sim::FaultPlan& to, const sim::FaultPlan& from) {
-  to.messages.insert(to.messages.end(), from.messages.begin(), from.messages.end());
-  to.partitions.insert(to.partitions.end(), from.partitions.begin(), from.partitions.end());
-  to.degradations.insert(to.degradations.end(), from.degradations.begin(), from.degradations.end());
-  to.crashes.insert(to.crashes.end(), from.crashes.begin(), from.crashes.end());
-  to.slow.insert(to.slow.end(), from.slow.begin(), from.slow.end());
-  to.skews.insert(to.skews.end(), from.skews.begin(), from.skews.end());
-}
 
 struct Faults {
   sim::FaultPlan plan;               // simulated backends
@@ -177,7 +171,7 @@ Faults parse_faults(const ScriptOptions& o, const BackendInfo& backend, bool pro
       for (sim::Crash& c : one.crashes)
         if (!c.detect_ns) c.detect_ns = 0;
       for (const std::string& t : sim::fault_args(one)) f.texts.push_back(t);
-      append(f.plan, one);
+      f.plan.append(one);
     } else if (processes) {
       ProcessFault pf;
       if (auto err = parse_process_fault(text, pf)) usage("--fault: " + *err);
@@ -203,6 +197,57 @@ std::vector<std::string> replay_words(const ScriptOptions& o, const std::vector<
   w.push_back("--");
   w.insert(w.end(), o.command.begin(), o.command.end());
   return w;
+}
+
+// Messages sent that no rank received, in a run whose ranks all ended
+// normally: the program lost them (a send may complete before it is
+// received -- eagerly, as torch's backends do for small messages -- so
+// nothing else says so). One failure per message.
+std::vector<std::string> unreceived(const std::vector<std::unique_ptr<ScriptRank>>& ranks,
+                                    const check::OpRecords& records, SourceLines& src) {
+  using Channel = std::tuple<int, int, std::string, int>;  // src, dst, group, tag
+  std::map<Channel, std::size_t> received;
+  for (const check::RecvRecord& r : records.recvs) ++received[{r.source, r.rank, r.group, r.tag}];
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    std::map<Channel, std::size_t> sent;
+    for (const SentMessage& m : ranks[r]->sent()) {
+      const Channel ch{static_cast<int>(r), m.dst, m.group, m.tag};
+      if (sent[ch]++ < received[ch]) continue;
+      std::string f = "rank " + std::to_string(r) + "'s " + m.call + " was never received: rank " +
+                      std::to_string(m.dst) + "'s program ended without a matching receive";
+      for (const std::string& l : stack_lines(m.where, src)) f += "\n  " + l;
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+// The processes' failures, each told once: "process 12 (not a rank) raised
+// X" blocks that differ only in the process id are one block, "(N processes)".
+std::vector<std::string> distinct_failures(const std::vector<std::string>& failures) {
+  std::vector<std::string> out;
+  std::vector<std::string> keys;
+  std::vector<int> counts;
+  for (const std::string& f : failures) {
+    std::string key = f;
+    if (key.rfind("process ", 0) == 0) key = key.substr(key.find(' ', 8) + 1);
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it != keys.end()) {
+      ++counts[static_cast<std::size_t>(it - keys.begin())];
+      continue;
+    }
+    keys.push_back(key);
+    counts.push_back(1);
+    out.push_back(f);
+  }
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (counts[k] > 1) {
+      const auto nl = out[k].find('\n');
+      out[k].insert(nl == std::string::npos ? out[k].size() : nl,
+                    " (and " + std::to_string(counts[k] - 1) + " more processes the same way)");
+    }
+  return out;
 }
 
 }  // namespace
@@ -276,6 +321,8 @@ ScriptResult run_script(const ScriptOptions& o) {
                                  {"ROLE_WORLD_SIZE", n},
                                  {"MASTER_ADDR", "127.0.0.1"},
                                  {"MASTER_PORT", "29500"}});
+      // torchrun's default: one thread each, as several ranks share the cores.
+      if (!std::getenv("OMP_NUM_THREADS")) c.env.emplace_back("OMP_NUM_THREADS", "1");
     }
     specs.push_back(std::move(c));
   }
@@ -292,10 +339,21 @@ ScriptResult run_script(const ScriptOptions& o) {
   if (!world) {
     hub.finish(true, 0);
     output.flush_all();
-    std::string msg = command_text(o.command) + ": " + why;
-    for (const auto& f : hub.other_failures()) msg += "\n" + f;
+    const std::vector<std::string> failures = distinct_failures(hub.other_failures());
+    std::string msg = command_text(o.command) + ": ";
+    const auto syntax = failures.empty() ? std::string::npos : failures[0].find(" raised SyntaxError");
+    if (!script.empty() && syntax != std::string::npos) {
+      std::string first = failures[0].substr(syntax + 8, failures[0].find('\n') - syntax - 8);
+      first = first.substr(0, first.find(" (and "));
+      msg += script + " is not a Python program (" + first + ")";
+    } else {
+      msg += why;
+    }
+    for (const auto& f : failures) msg += "\n" + f;
     const std::string tail = hub.recent_other_output();
-    if (!tail.empty()) msg += "\nits last output:\n" + tail;
+    if (failures.empty() && !tail.empty()) msg += "\nits last output:\n" + tail;
+    if (msg.find("No module named 'torch'") != std::string::npos)
+      msg += "\n(the program's Python has no torch: give the interpreter that has it, e.g. /usr/bin/python3)";
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     usage(msg);
   }
@@ -329,6 +387,7 @@ ScriptResult run_script(const ScriptOptions& o) {
   rc.output = &output;
   rc.records = &log.records;
   rc.keep_calls = !o.record_path.empty();
+  rc.polls_see_completion = !processes;
   rc.process_crashes = faults.processes;
   rc.watch_crashes = !faults.plan.crashes.empty();
   // Rank programs before the job: a job that ends holding suspended
@@ -353,7 +412,9 @@ ScriptResult run_script(const ScriptOptions& o) {
   try {
     rr = job->run([&](Dist& d) -> Task<void> { return ranks[static_cast<std::size_t>(d.rank())]->serve(d); }, ctx);
   } catch (const std::exception& e) {
+    output.set_clock(nullptr);  // the ranks' Dists (and the clock they read) are gone
     hub.finish(true, 0);
+    result.processes = hub.pids();
     output.flush_all();
     res.outcome = "error";
     res.detail = std::string("the backend failed: ") + e.what();
@@ -361,9 +422,14 @@ ScriptResult run_script(const ScriptOptions& o) {
     res.output = output.lines();
     return result;
   }
+  // The ranks' Dists (and the clock they read) are gone: lines still to
+  // come are the ranks' last, at the run's end.
+  const Nanos end = std::max(rr.end_time, rr.stopped_at);
+  output.set_clock([end] { return end; });
   bool all_finished = !rr.deadlocked;
   for (const RankOutcome& r : rr.ranks) all_finished = all_finished && r.finished;
   hub.finish(!all_finished || !hub.fatal().empty(), kExitGraceNs);
+  result.processes = hub.pids();
   output.flush_all();
 
   scenario::Scenario s;
@@ -398,25 +464,38 @@ ScriptResult run_script(const ScriptOptions& o) {
   scenario::Verdict v = scenario::judge(s, rr, log, how);
   res.outcome = v.outcome;
   res.detail = v.detail;
-  static const std::string kExpectedOk = "expected the run to end ok, but: ";
-  for (auto& f : v.failures) {
-    if (f.rfind(kExpectedOk, 0) == 0) f = f.substr(kExpectedOk.size());
-    res.failures.push_back(std::move(f));
-  }
-  for (const auto& f : hub.other_failures()) res.failures.push_back(f);
-  res.notes = std::move(v.notes);
-  res.fault_report = std::move(v.fault_report);
   res.checks = v.checks;
   res.output = output.lines();
+  if (!hub.fatal().empty()) {
+    // The program cannot run as one world (ranks that disagree on it): that
+    // is the whole story; what the ranks did after it is its consequence.
+    res.outcome = "error";
+    res.detail = hub.fatal();
+    res.failures.push_back(hub.fatal());
+  } else {
+    static const std::string kExpectedOk = "expected the run to end ok, but: ";
+    for (auto& f : v.failures) {
+      if (f.rfind(kExpectedOk, 0) == 0) f = f.substr(kExpectedOk.size());
+      res.failures.push_back(std::move(f));
+    }
+    for (const auto& f : hub.other_failures()) res.failures.push_back(f);
+    if (res.outcome == "ok") {
+      SourceLines src;
+      for (auto& f : unreceived(ranks, log.records, src)) res.failures.push_back(std::move(f));
+      if (!res.failures.empty()) res.outcome = "error";
+    }
+    res.notes = std::move(v.notes);
+    res.fault_report = std::move(v.fault_report);
+  }
   res.passed = res.failures.empty() && !v.skipped;
   res.skipped = v.skipped;
   res.skip_reason = v.skip_reason;
 
-  if (!res.passed) {
+  if (!res.passed && hub.fatal().empty()) {
     SourceLines src;
     for (int r = 0; r < *world; ++r) {
       const auto k = static_cast<std::size_t>(r);
-      result.program.push_back(rank_report(r, hub.pid_of(r), ranks[k]->view(), k < rr.ranks.size() ? &rr.ranks[k] : nullptr, src));
+      result.program.push_back(rank_report(r, ranks[k]->view(), k < rr.ranks.size() ? &rr.ranks[k] : nullptr, src));
     }
   }
 

@@ -61,6 +61,9 @@ struct ScriptResult {
   // file:line, or how its process ended (one line or block per rank).
   std::vector<std::string> program;
   std::string record_path;            // written, when --record was given
+  // Every process of the program the run saw (started, or connected); none
+  // of them runs any more when run_script() returns.
+  std::vector<long> processes;
 };
 
 // Runs the program and judges it. Throws Error(kUsage) for what cannot run

@@ -132,10 +132,10 @@ def _is_user_file(filename):
     if hit is not None:
         return hit
     user = True
-    if filename.startswith("<frozen") or filename.startswith("<__array_function"):
-        user = False
+    if filename.startswith("<"):
+        user = False  # frozen modules, `python -c` (multiprocessing's spawn), exec'd text
     else:
-        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        path = os.path.abspath(filename)
         for prefix in _skip_prefixes():
             if path.startswith(prefix) and "-packages" + os.sep not in path[len(prefix):]:
                 user = False
