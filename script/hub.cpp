@@ -387,13 +387,21 @@ void Hub::poll_once(int timeout_ms) {
     }
   const int rc = ::poll(fds.data(), fds.size(), timeout_ms);
   if (rc < 0) return;  // EINTR: the caller's loop polls again
+  // Exit statuses are collected when a child's pipe says something (it
+  // closes as the child ends) or nothing happened: not on every request.
+  bool reap = rc == 0;
   for (std::size_t k = 0; k < fds.size(); ++k) {
     if (!fds[k].revents) continue;
-    if (who[k] == -1) accept_one();
-    else if (who[k] == -2) children_->read_output(fds[k].fd);
-    else on_readable(static_cast<std::size_t>(who[k]));
+    if (who[k] == -1) {
+      accept_one();
+    } else if (who[k] == -2) {
+      children_->read_output(fds[k].fd);
+      reap = true;
+    } else {
+      on_readable(static_cast<std::size_t>(who[k]));
+    }
   }
-  if (children_) children_->reap();
+  if (children_ && reap) children_->reap();
 }
 
 bool Hub::program_gone() {

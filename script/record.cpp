@@ -9,6 +9,7 @@
 
 #include "backends/remote/call_codec.h"
 #include "core/op.h"
+#include "script/hub.h"
 
 namespace collie::script {
 
@@ -161,6 +162,9 @@ struct RankWriter {
       async_open.insert(k.op);
     }
     os << "}";
+    // Where the program made the call, as a comment.
+    const std::string where = where_text(k.request.head.value("where", json::array()));
+    if (!where.empty()) os << "  # " << where;
     steps.push_back(os.str());
   }
 

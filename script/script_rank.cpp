@@ -24,6 +24,17 @@ constexpr Nanos kPollQuantumNs = 1000;
 constexpr Nanos kMaxPollWaitNs = 1'000'000;
 constexpr int kMaxPolls = 40;
 
+// Lets every coroutine that is ready at this instant run first: the other
+// ranks a collective completed for get their answers before this rank
+// blocks for its next request, so their processes compute in parallel
+// (the executor's order does not depend on which request arrives first).
+struct YieldNow {
+  Executor& executor;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { executor.schedule(h); }
+  void await_resume() const noexcept {}
+};
+
 struct SleepUntil {
   Executor& executor;
   Nanos when;
@@ -132,6 +143,7 @@ Task<void> ScriptRank::serve(Dist& dist) {
   ctx_.hub->answer(rank_, json{{"t", "ready"}, {"id", first.message.head.value("id", json())}, {"group", 0}});
 
   for (;;) {
+    co_await YieldNow{dist.executor()};
     Incoming in = ctx_.hub->next(rank_);
     switch (in.kind) {
       case Incoming::Kind::kRequest:
@@ -186,6 +198,8 @@ Task<void> ScriptRank::handle(const remote::Message& m) {
   } else if (t == "exception") {
     exception_ = m.head;
     view_.traceback = m.head.value("traceback", std::string());
+    view_.exception_type = m.head.value("type", std::string());
+    view_.exception_message = m.head.value("message", std::string());
   } else if (t == "exit") {
     // How it ended is said once its connection closes.
   } else if (t == "init") {

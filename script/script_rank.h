@@ -64,6 +64,8 @@ struct RankView {
   std::vector<std::pair<std::string, nlohmann::json>> unfinished;
   std::string ended;                 // how its process ended
   std::string traceback;             // the exception it raised, if any
+  std::string exception_type;        // its type ("CollieError": an op's error, raised by the hook)
+  std::string exception_message;
   bool killed_by_fault = false;
 };
 

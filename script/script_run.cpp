@@ -106,6 +106,10 @@ std::vector<std::string> stack_lines(const json& where, SourceLines& src) {
 // One rank's part of a failed run's report: the same bytes on every run of
 // the same program and seed (no process ids).
 std::string rank_report(int rank, const RankView& v, const RankOutcome* outcome, SourceLines& src) {
+  // An op's error the program did not catch (the hook raises it as
+  // CollieError): the failure above already says it; the traceback adds
+  // nothing but torch's frames.
+  const bool op_error = v.exception_type == "CollieError";
   std::ostringstream os;
   os << "rank " << rank;
   os << ": ";
@@ -131,8 +135,10 @@ std::string rank_report(int rank, const RankView& v, const RankOutcome* outcome,
       }
       break;
     case RankView::State::kEnded:
-      if (!v.traceback.empty()) {
-        os << "its program raised an exception";
+      if (op_error) {
+        os << "its last call failed, and its program ended with that error";
+      } else if (!v.traceback.empty()) {
+        os << "its program raised " << v.exception_type;
       } else {
         os << (v.ended.empty() ? "finished" : v.ended);
       }
@@ -146,7 +152,7 @@ std::string rank_report(int rank, const RankView& v, const RankOutcome* outcome,
     os << "\n    started " << call << " and never waited for it";
     indent(stack_lines(where, src));
   }
-  if (!v.traceback.empty()) {
+  if (!v.traceback.empty() && !op_error) {
     std::istringstream lines(v.traceback);
     std::string l;
     while (std::getline(lines, l)) os << "\n    | " << l;

