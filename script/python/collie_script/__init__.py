@@ -144,7 +144,7 @@ def _is_user_file(filename):
     return user
 
 
-def user_stack(frame, limit=8):
+def user_stack(frame, limit=4):
     """The program's own frames from `frame` outwards (not torch's, collie's or
     the standard library's), innermost first: [[file, line, function], ...]."""
     out = []

@@ -28,6 +28,7 @@ with a handle; Work.wait() and Work.is_completed() are requests of their
 own.
 """
 
+import ctypes
 import os
 import sys
 from urllib.parse import parse_qs, urlparse
@@ -83,18 +84,29 @@ def _meta(t):
     return {"dtype": name, "count": t.numel()}
 
 
+def _flat(t):
+    """Whether t's elements lie in host memory, in order, where data_ptr() says."""
+    return t.is_contiguous() and not t.is_cuda and t.layout == torch.strided
+
+
 def _bytes(t):
-    if t.numel() == 0:
+    n = t.numel() * t.element_size()
+    if n == 0:
         return b""
+    if _flat(t):
+        return ctypes.string_at(t.data_ptr(), n)
     return t.detach().reshape(-1).contiguous().cpu().view(torch.uint8).numpy().tobytes()
 
 
 def _write(t, blob):
     if t.numel() == 0:
         return
+    if _flat(t) and len(blob) == t.numel() * t.element_size():
+        ctypes.memmove(t.data_ptr(), blob, len(blob))
+        return
     src = torch.frombuffer(bytearray(blob), dtype=t.dtype).view(t.shape)
     with torch.no_grad():
-        t.copy_(src)
+        t.copy_(src.to(t.device))
 
 
 # ---- Work ------------------------------------------------------------------------
