@@ -84,6 +84,18 @@ TEST(ScriptRun, EveryOpOfTheTableRunsAndItsResultsComeBack) {
   expect_no_orphans(r);
 }
 
+// DDP calls the group from C++: Works C++ holds must stay waitable.
+TEST(ScriptRun, DistributedDataParallelTrainsWithIdenticalReplicas) {
+  REQUIRE_TORCH();
+  const ScriptResult r = run_script(program("ddp.py", 2));
+  EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program) << printed(r);
+  EXPECT_GE(r.run.checks, 8);
+  ASSERT_EQ(r.run.output.size(), 2u) << printed(r);
+  EXPECT_EQ(r.run.output[0].text.rfind("weights [", 0), 0u) << printed(r);
+  EXPECT_EQ(r.run.output[0].text, r.run.output[1].text);
+  expect_no_orphans(r);
+}
+
 TEST(ScriptRun, ADeadlockNamesEveryRanksCallAndLine) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("skip_send.py"));

@@ -28,6 +28,7 @@ with a handle; Work.wait() and Work.is_completed() are requests of their
 own.
 """
 
+import collections
 import ctypes
 import os
 import sys
@@ -112,6 +113,17 @@ def _write(t, blob):
 # ---- Work ------------------------------------------------------------------------
 
 
+# Keeping Works alive. A Work that C++ receives (DDP's reducer,
+# _verify_params_across_processes, ...) keeps only its C++ half: once the
+# Python object is gone, C++'s wait() is torch's base wait(), which waits
+# for a completion only C++ can signal -- forever. So an async Work is kept
+# here until it is settled, and the last KEEP_SETTLED settled ones after
+# that (C++ may still wait on them; waiting on a settled Work is a no-op).
+KEEP_SETTLED = 1024
+_unsettled = {}
+_settled = collections.deque(maxlen=KEEP_SETTLED)
+
+
 class CollieWork(torch._C._distributed_c10d.Work):
     """The handle of one op on collie."""
 
@@ -126,6 +138,8 @@ class CollieWork(torch._C._distributed_c10d.Work):
 
     def _settle(self, head, blobs):
         t = head.get("t")
+        if t in ("done", "failed") and _unsettled.pop(self._op, None) is not None:
+            _settled.append(self)
         if t == "done":
             for k, blob in zip(head.get("outputs", []), blobs):
                 _write(self._targets[k], blob)
@@ -228,6 +242,8 @@ class CollieProcessGroup(torch._C._distributed_c10d.ProcessGroup):
         if answer.get("t") == "failed" and answer.get("at_issue"):
             raise CollieError(answer.get("error", "collie: the op failed"))
         work = CollieWork(answer.get("op", -1), buffers, self._members)
+        if not blocking:
+            _unsettled[work._op] = work
         work._settle(answer, blobs)
         return work
 
