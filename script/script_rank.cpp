@@ -230,8 +230,7 @@ Task<void> ScriptRank::on_op(const remote::Message& m) {
   DistCall& c = p->call.call;
   c.group = gid == 0 ? Group() : groups_[gid];
   const std::string group = c.group.is_world_default() ? "world" : c.group.name();
-  const remote::EncodedCall encoded = remote::encode_call(c, rank_);
-  for (const json& k : encoded.head.at("writes")) p->writes.push_back(k.get<std::size_t>());
+  p->writes = remote::written_buffers(c, rank_);
   p->text = call_text(c, rank_);
   p->where = m.head.value("where", json::array());
   const std::uint64_t op = ++ops_;
