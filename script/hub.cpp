@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "backends/tcp/auth.h"
 #include "core/error.h"
@@ -84,12 +86,35 @@ Hub::Hub(HubOptions options, OutputMerge& output) : options_(std::move(options))
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   address_ = options_.listen_host + ":" + std::to_string(ntohs(addr.sin_port));
   token_ = tcp::random_token();
+  // The Unix socket is an optimisation: without one, everyone uses TCP.
+  std::string dir = (std::filesystem::temp_directory_path() / "collie-run-XXXXXX").string();
+  if (::mkdtemp(dir.data()) != nullptr) {
+    unix_dir_ = dir;
+    const std::string path = dir + "/controller";
+    sockaddr_un ua{};
+    ua.sun_family = AF_UNIX;
+    unix_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (unix_fd_ >= 0 && path.size() < sizeof ua.sun_path) {
+      std::memcpy(ua.sun_path, path.c_str(), path.size() + 1);
+      if (::bind(unix_fd_, reinterpret_cast<sockaddr*>(&ua), sizeof ua) == 0 && ::listen(unix_fd_, 128) == 0)
+        unix_path_ = path;
+    }
+    if (unix_path_.empty() && unix_fd_ >= 0) {
+      ::close(unix_fd_);
+      unix_fd_ = -1;
+    }
+  }
 }
 
 Hub::~Hub() {
   for (auto& c : conns_)
     if (c->fd >= 0) ::close(c->fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (unix_fd_ >= 0) ::close(unix_fd_);
+  if (!unix_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(unix_dir_, ec);
+  }
 }
 
 Nanos Hub::wall() const {
@@ -125,11 +150,11 @@ std::string Hub::recent_other_output() const {
 
 // ---- I/O --------------------------------------------------------------------
 
-void Hub::accept_one() {
-  const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+void Hub::accept_one(int listen_fd) {
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) return;
   const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (listen_fd == listen_fd_) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto c = std::make_unique<Conn>();
   c->fd = fd;
   c->nonce = tcp::to_hex(tcp::fresh_nonce());
@@ -375,6 +400,10 @@ void Hub::poll_once(int timeout_ms) {
   std::vector<long> who;  // -1: listen, -2 - k: child pipe, else connection index
   fds.push_back({listen_fd_, POLLIN, 0});
   who.push_back(-1);
+  if (unix_fd_ >= 0) {
+    fds.push_back({unix_fd_, POLLIN, 0});
+    who.push_back(-1);
+  }
   for (std::size_t i = 0; i < conns_.size(); ++i) {
     if (conns_[i]->closed) continue;
     fds.push_back({conns_[i]->fd, POLLIN, 0});
@@ -393,7 +422,7 @@ void Hub::poll_once(int timeout_ms) {
   for (std::size_t k = 0; k < fds.size(); ++k) {
     if (!fds[k].revents) continue;
     if (who[k] == -1) {
-      accept_one();
+      accept_one(fds[k].fd);
     } else if (who[k] == -2) {
       children_->read_output(fds[k].fd);
       reap = true;

@@ -58,8 +58,10 @@ class Hub {
   Hub(const Hub&) = delete;
   Hub& operator=(const Hub&) = delete;
 
-  // Where the program's processes connect, and the token they prove.
+  // Where the program's processes connect (host:port, and a Unix socket
+  // for those on this host), and the token they prove.
   const std::string& address() const { return address_; }
+  const std::string& unix_path() const { return unix_path_; }
   const std::string& token() const { return token_; }
 
   // The processes the command started (direct children): their pipes carry
@@ -103,7 +105,7 @@ class Hub {
  private:
   struct Conn;
   void poll_once(int timeout_ms);
-  void accept_one();
+  void accept_one(int listen_fd);
   void on_readable(std::size_t c);
   void on_message(std::size_t c, remote::Message m);
   void on_init(std::size_t c, remote::Message m);
@@ -119,7 +121,9 @@ class Hub {
   OutputMerge& output_;
   std::chrono::steady_clock::time_point t0_;
   int listen_fd_ = -1;
+  int unix_fd_ = -1;
   std::string address_, token_;
+  std::string unix_dir_, unix_path_;
   remote::ChildProcesses* children_ = nullptr;
   std::vector<std::string> child_partial_;
   std::vector<std::unique_ptr<Conn>> conns_;

@@ -9,7 +9,8 @@
 // Framing is the op protocol's: [u32 little-endian N][N bytes of a JSON
 // object][blobs], the object's "blobs" listing each attachment's length.
 //
-// Handshake. A process connects to COLLIE_SCRIPT_CONTROLLER (host:port) the
+// Handshake. A process connects to COLLIE_SCRIPT_UNIX (a socket path) when
+// it exists on its host, else to COLLIE_SCRIPT_CONTROLLER (host:port), the
 // first time it has something to say; the controller sends
 // {"t":"challenge","nonce":HEX}; the process answers
 //   {"t":"hello","pid":P,"ppid":PP,"argv":[...],"mac":HEX}
@@ -57,6 +58,9 @@ namespace collie::script {
 inline constexpr const char* kControllerEnv = "COLLIE_SCRIPT_CONTROLLER";
 inline constexpr const char* kTokenEnv = "COLLIE_JOB_TOKEN";
 inline constexpr const char* kStreamEnv = "COLLIE_SCRIPT_STREAM";
+// A Unix socket of the same controller: processes on its host connect
+// there instead (the kernel's loopback TCP is a third of an op's cost).
+inline constexpr const char* kUnixEnv = "COLLIE_SCRIPT_UNIX";
 
 // The hello's proof of the run's token for process `pid`.
 std::string script_hello_mac(const std::string& token, const std::string& nonce_hex, long pid);

@@ -310,7 +310,8 @@ ScriptResult run_script(const ScriptOptions& o) {
   const std::vector<std::pair<std::string, std::string>> common{{"PYTHONPATH", pythonpath},
                                                                 {kControllerEnv, hub.address()},
                                                                 {kTokenEnv, hub.token()},
-                                                                {kStreamEnv, ""}};
+                                                                {kStreamEnv, ""},
+                                                                {kUnixEnv, hub.unix_path()}};
   const int copies = o.nprocs > 0 ? o.nprocs : 1;
   for (int r = 0; r < copies; ++r) {
     remote::ChildSpec c;

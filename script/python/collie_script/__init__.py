@@ -17,6 +17,7 @@ process of the program it
 
 The protocol is script/script_protocol.h. Environment (set by collie):
   COLLIE_SCRIPT_CONTROLLER  host:port of the controller
+  COLLIE_SCRIPT_UNIX        the controller's Unix socket, used where it exists
   COLLIE_JOB_TOKEN          the run's token (proven by HMAC, never sent)
   COLLIE_SCRIPT_STREAM      the identity of the stream to capture (_capture.py)
 """
@@ -33,6 +34,7 @@ from ._link import ControllerGone, Link
 
 CONTROLLER_ENV = "COLLIE_SCRIPT_CONTROLLER"
 TOKEN_ENV = "COLLIE_JOB_TOKEN"
+UNIX_ENV = "COLLIE_SCRIPT_UNIX"
 EXIT_CONTROLLER_GONE = 70  # the run ended under this process (the controller closed)
 
 
@@ -77,7 +79,8 @@ def link():
     with p.connect_lock:
         if p.link is None:
             try:
-                new = Link(os.environ[CONTROLLER_ENV], os.environ.get(TOKEN_ENV, ""), _capture.IO_LOCK)
+                new = Link(os.environ[CONTROLLER_ENV], os.environ.get(TOKEN_ENV, ""), _capture.IO_LOCK,
+                           os.environ.get(UNIX_ENV, ""))
             except (OSError, ControllerGone) as e:
                 _controller_gone(e)
             with _capture.IO_LOCK:
