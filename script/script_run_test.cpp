@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "backends/torch/torch_backend.h"
@@ -98,9 +99,21 @@ TEST(ScriptRun, DistributedDataParallelTrainsWithIdenticalReplicas) {
 
 TEST(ScriptRun, ADeadlockNamesEveryRanksCallAndLine) {
   REQUIRE_TORCH();
-  const ScriptResult r = run_script(program("skip_send.py"));
+  ScriptOptions o = program("skip_send.py");
+  o.trace_path = ::testing::TempDir() + "/skip_send_trace.json";
+  o.dot_path = ::testing::TempDir() + "/skip_send.dot";
+  const ScriptResult r = run_script(o);
   EXPECT_FALSE(r.run.passed);
   EXPECT_EQ(r.run.outcome, "deadlock");
+  // --trace and --report-dot, as for a scenario.
+  std::ifstream trace(o.trace_path), dot(o.dot_path);
+  const std::string trace_text{std::istreambuf_iterator<char>(trace), {}};
+  const std::string dot_text{std::istreambuf_iterator<char>(dot), {}};
+  EXPECT_NE(trace_text.find("\"traceEvents\""), std::string::npos) << trace_text.substr(0, 200);
+  EXPECT_NE(dot_text.find("digraph"), std::string::npos) << dot_text;
+  EXPECT_NE(dot_text.find("r0"), std::string::npos) << dot_text;
+  std::filesystem::remove(o.trace_path);
+  std::filesystem::remove(o.dot_path);
   ASSERT_EQ(r.program.size(), 2u);
   EXPECT_NE(r.program[0].find("waits in recv(src=1, float32 x 1) on world"), std::string::npos) << r.program[0];
   EXPECT_NE(r.program[0].find("skip_send.py:20 (in run):  dist.recv(tensor=tensor, src=1)"), std::string::npos)
@@ -112,21 +125,44 @@ TEST(ScriptRun, ADeadlockNamesEveryRanksCallAndLine) {
   expect_no_orphans(r);
 }
 
-TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndReport) {
+// Ranks compute for random wall times (jitter.py): a computing rank holds
+// the virtual clock, so two runs with one seed are the same run -- the same
+// verdict, trace, stamps and merged output, in virtual-time order.
+TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndVerdictWhateverTheWallTimes) {
   REQUIRE_TORCH();
-  ScriptOptions o = program("every_op.py", 4);
+  ScriptOptions o = program("jitter.py", 3);
   o.seed = 7;
+  o.stamps = true;
+  std::ostringstream out_a, out_b;
+  o.out = &out_a;
   const ScriptResult a = run_script(o);
+  o.out = &out_b;
   const ScriptResult b = run_script(o);
-  ASSERT_TRUE(a.run.passed) << joined(a.run.failures);
+  ASSERT_TRUE(a.run.passed) << joined(a.run.failures) << joined(a.program) << printed(a);
+  EXPECT_EQ(a.run.outcome, b.run.outcome);
+  EXPECT_EQ(a.run.passed, b.run.passed);
+  EXPECT_EQ(a.run.checks, b.run.checks);
   EXPECT_EQ(a.run.trace_hash, b.run.trace_hash);
   EXPECT_EQ(a.run.virtual_time, b.run.virtual_time);
+  EXPECT_EQ(out_a.str(), out_b.str());
+  ASSERT_EQ(a.run.output.size(), 21u) << out_a.str();  // 3 ranks x (3 steps x 2 + done)
   ASSERT_EQ(a.run.output.size(), b.run.output.size());
   for (std::size_t i = 0; i < a.run.output.size(); ++i) {
     EXPECT_EQ(a.run.output[i].rank, b.run.output[i].rank) << i;
     EXPECT_EQ(a.run.output[i].time, b.run.output[i].time) << i;
     EXPECT_EQ(a.run.output[i].text, b.run.output[i].text) << i;
+    if (i > 0) {
+      EXPECT_LE(a.run.output[i - 1].time, a.run.output[i].time) << "not in virtual-time order at " << i;
+    }
   }
+  // -v: every line stamped with its rank and virtual time; stderr too.
+  const std::string& first = a.run.output.front().text;
+  EXPECT_NE(out_a.str().find("[rank " + std::to_string(a.run.output.front().rank) + " @ " +
+                             std::to_string(a.run.output.front().time) + " ns] " + first),
+            std::string::npos)
+      << out_a.str();
+  EXPECT_NE(out_a.str().find("] rank 1 step 2 from left 2"), std::string::npos) << out_a.str();
+  EXPECT_NE(out_a.str().find("] rank 0 step 0 sum 3"), std::string::npos) << out_a.str();
 }
 
 TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {
@@ -137,6 +173,25 @@ TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {
   ASSERT_EQ(r.program.size(), 2u);
   EXPECT_NE(r.program[0].find("mismatch.py:8:  dist.all_reduce(t)"), std::string::npos) << r.program[0];
   EXPECT_NE(r.program[1].find("mismatch.py:10:  dist.broadcast(t, src=0)"), std::string::npos) << r.program[1];
+}
+
+// A message the network holds longer than the op's timeout: the rank
+// that waits for it fails with torch's error, the report names its line.
+TEST(ScriptRun, ATimeoutNamesTheRanksCallsAndLines) {
+  REQUIRE_TORCH();
+  ScriptOptions o = program("bf16_sum.py", 2);
+  o.timeout_ns = 1'000'000;
+  o.faults = {"delay:src=0,dst=1,nth=1,us=5000"};
+  const ScriptResult r = run_script(o);
+  EXPECT_FALSE(r.run.passed);
+  EXPECT_NE(joined(r.run.failures).find("timeout: rank 1, all_reduce #1 on world (peer 0): did not complete within 1 ms"),
+            std::string::npos)
+      << joined(r.run.failures);
+  ASSERT_EQ(r.program.size(), 2u);
+  for (const std::string& p : r.program) EXPECT_NE(p.find("bf16_sum.py:7:  dist.all_reduce(t)"), std::string::npos) << p;
+  EXPECT_NE(r.program[1].find("its last call failed"), std::string::npos) << r.program[1];
+  EXPECT_NE(r.run.replay.find("--timeout-us 1000 -- "), std::string::npos) << r.run.replay;
+  expect_no_orphans(r);
 }
 
 TEST(ScriptRun, AnExceptionEndsTheRunWithTheRankAndItsTraceback) {
