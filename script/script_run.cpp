@@ -171,6 +171,11 @@ Faults parse_faults(const ScriptOptions& o, const BackendInfo& backend, bool pro
   Faults f;
   for (const std::string& text : o.faults) {
     if (backend.simulated_faults) {
+      // The simulator's clock does not run while a rank's process is
+      // stopped: a stall there would change nothing the run can see.
+      if (text.rfind("stall", 0) == 0)
+        usage("--fault " + text + ": a stall stops a rank's process, which the simulator's virtual time cannot "
+              "see; use --backend tcp, or slow a rank on the simulator (slow:rank=R,factor=F)");
       sim::FaultPlan one;
       if (auto err = sim::parse_fault(text, one)) usage("--fault: " + *err);
       // A process that dies closes its sockets: its peers learn of it at once.

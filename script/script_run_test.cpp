@@ -175,6 +175,19 @@ TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {
   EXPECT_NE(r.program[1].find("mismatch.py:10:  dist.broadcast(t, src=0)"), std::string::npos) << r.program[1];
 }
 
+// bf16_sum.py's run failed, `report` says `why`, both ranks were in its
+// all_reduce, `failed` got torch's error there; the replay repeats `replay_has`.
+void expect_failed_in_bf16_sum(const ScriptResult& r, const std::string& report, const std::string& why,
+                               std::size_t failed, const std::string& replay_has) {
+  EXPECT_FALSE(r.run.passed);
+  EXPECT_NE(report.find(why), std::string::npos) << report;
+  ASSERT_EQ(r.program.size(), 2u);
+  for (const std::string& p : r.program) EXPECT_NE(p.find("bf16_sum.py:7:  dist.all_reduce(t)"), std::string::npos) << p;
+  EXPECT_NE(r.program[failed].find("its last call failed"), std::string::npos) << r.program[failed];
+  EXPECT_NE(r.run.replay.find(replay_has), std::string::npos) << r.run.replay;
+  expect_no_orphans(r);
+}
+
 // A message the network holds longer than the op's timeout: the rank
 // that waits for it fails with torch's error, the report names its line.
 TEST(ScriptRun, ATimeoutNamesTheRanksCallsAndLines) {
@@ -183,15 +196,9 @@ TEST(ScriptRun, ATimeoutNamesTheRanksCallsAndLines) {
   o.timeout_ns = 1'000'000;
   o.faults = {"delay:src=0,dst=1,nth=1,us=5000"};
   const ScriptResult r = run_script(o);
-  EXPECT_FALSE(r.run.passed);
-  EXPECT_NE(joined(r.run.failures).find("timeout: rank 1, all_reduce #1 on world (peer 0): did not complete within 1 ms"),
-            std::string::npos)
-      << joined(r.run.failures);
-  ASSERT_EQ(r.program.size(), 2u);
-  for (const std::string& p : r.program) EXPECT_NE(p.find("bf16_sum.py:7:  dist.all_reduce(t)"), std::string::npos) << p;
-  EXPECT_NE(r.program[1].find("its last call failed"), std::string::npos) << r.program[1];
-  EXPECT_NE(r.run.replay.find("--timeout-us 1000 -- "), std::string::npos) << r.run.replay;
-  expect_no_orphans(r);
+  expect_failed_in_bf16_sum(r, joined(r.run.failures),
+                            "timeout: rank 1, all_reduce #1 on world (peer 0): did not complete within 1 ms", 1,
+                            "--timeout-us 1000 -- ");
 }
 
 TEST(ScriptRun, AnExceptionEndsTheRunWithTheRankAndItsTraceback) {
@@ -301,6 +308,22 @@ TEST(ScriptRun, RunsOnTcpProcessesToo) {
   EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program);
   EXPECT_NE(printed(r).find("sum [2.03125, 2.03125, 2.03125, 2.03125]"), std::string::npos) << printed(r);
   expect_no_orphans(r);
+}
+
+// --fault stall on a process backend: rank 1's process stops before its
+// first op; rank 0 gets torch's error at its timeout; the report names the
+// fault and both ranks' lines.
+TEST(ScriptRun, AStallFaultOnTcpNamesTheFaultAndEachRanksLine) {
+  REQUIRE_TORCH();
+  ::setenv("COLLIE_PROGRAM", COLLIE_BINARY, 1);
+  ScriptOptions o = program("bf16_sum.py", 2);
+  o.backend = "tcp";
+  o.faults = {"stall:rank=1,op=1,ms=3000"};
+  o.timeout_ns = 500'000'000;
+  const ScriptResult r = run_script(o);
+  expect_failed_in_bf16_sum(r, joined(r.run.fault_report),
+                            "fault stall:rank=1,op=1,ms=3000: rank 1's process was stopped (SIGSTOP) before its op #1", 0,
+                            "--fault stall:rank=1,op=1,ms=3000");
 }
 
 }  // namespace
