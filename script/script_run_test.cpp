@@ -135,8 +135,10 @@ TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndVerdictWhateverTheWallTimes
   o.stamps = true;
   std::ostringstream out_a, out_b;
   o.out = &out_a;
+  o.record_path = ::testing::TempDir() + "/jitter_record.yaml";  // recording changes nothing else
   const ScriptResult a = run_script(o);
   o.out = &out_b;
+  o.record_path.clear();
   const ScriptResult b = run_script(o);
   ASSERT_TRUE(a.run.passed) << joined(a.run.failures) << joined(a.program) << printed(a);
   EXPECT_EQ(a.run.outcome, b.run.outcome);
@@ -163,6 +165,12 @@ TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndVerdictWhateverTheWallTimes
       << out_a.str();
   EXPECT_NE(out_a.str().find("] rank 1 step 2 from left 2"), std::string::npos) << out_a.str();
   EXPECT_NE(out_a.str().find("] rank 0 step 0 sum 3"), std::string::npos) << out_a.str();
+  // --record: the ops it issued replay as a scenario with the same verdict.
+  const scenario::ScenarioResult replay = scenario::run_scenario(scenario::load_file(a.record_path), {});
+  EXPECT_TRUE(replay.passed) << joined(replay.failures);
+  EXPECT_EQ(replay.outcome, a.run.outcome);
+  EXPECT_GE(replay.checks, a.run.checks);
+  std::filesystem::remove(a.record_path);
 }
 
 TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {
