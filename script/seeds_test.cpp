@@ -100,6 +100,9 @@ struct SeedProgram {
   // lines it must name ("FILE:LINE:  code" in the report).
   std::vector<std::string> fails_with;
   std::vector<std::string> names_lines;
+  // Run it again with the same seed: the same lines, stamps, order, trace
+  // and verdict (what the seeds print in a stable order).
+  bool twice = false;
 };
 
 void PrintTo(const SeedProgram& p, std::ostream* os) { *os << p.name; }
@@ -132,6 +135,7 @@ std::vector<SeedProgram> programs() {
                0,
                {"Rank 0 started sending", "Rank 1 started receiving", "Rank  0  has data  tensor(1.)",
                 "Rank  1  has data  tensor(1.)"}));
+  p.back().twice = true;
   p.push_back(ok("run_template", "002_", [](const auto& b) { return block(b, kRunPy); }, 0, {}));
   for (const auto& [name, first] : std::vector<std::pair<std::string, std::string>>{
            {"run_blocking", "\"\"\"Blocking point-to-point communication.\"\"\""},
@@ -204,6 +208,17 @@ TEST_P(Seeds, RunsVerbatimAndPrintsWhatTheSeedShows) {
   std::cout << p.name << ": " << (r.run.passed ? "PASS" : "FAIL") << " (" << r.run.outcome << ") in "
             << r.run.wall_seconds << " s of wall time\n";
 
+  if (p.twice) {
+    const ScriptResult again = run_script(o);
+    EXPECT_EQ(again.run.outcome, r.run.outcome);
+    EXPECT_EQ(again.run.trace_hash, r.run.trace_hash);
+    ASSERT_EQ(again.run.output.size(), r.run.output.size());
+    for (std::size_t i = 0; i < r.run.output.size(); ++i) {
+      EXPECT_EQ(again.run.output[i].rank, r.run.output[i].rank) << i;
+      EXPECT_EQ(again.run.output[i].time, r.run.output[i].time) << i;
+      EXPECT_EQ(again.run.output[i].text, r.run.output[i].text) << i;
+    }
+  }
   for (const auto& line : p.shows) {
     EXPECT_NE(seed.find(line), std::string::npos) << "the seed does not show '" << line << "'";
     EXPECT_NE(out.find(line + "\n"), std::string::npos) << "'" << line << "' not printed; the output:\n" << out;
