@@ -15,12 +15,17 @@ install(TARGETS collie RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET collie-mpi-worker)
   install(TARGETS collie-mpi-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET collie-nccl-worker)
+  install(TARGETS collie-nccl-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scenarios DESTINATION ${CMAKE_INSTALL_DATADIR}/collie)
 install(FILES ${PROJECT_SOURCE_DIR}/backends/torch/collie_torch_worker.py
         DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/torch)
 # collie run -- python ...: the hook put on the program's PYTHONPATH.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/script/python DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/script
         PATTERN "__pycache__" EXCLUDE)
+install(FILES ${PROJECT_SOURCE_DIR}/backends/remote/collie_fork_server.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/remote)
 
 foreach(dir core sim backends)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/collie

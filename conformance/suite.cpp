@@ -1,15 +1,18 @@
 #include "conformance/suite.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
 #include "conformance/collective_check.h"
+#include "conformance/lanes.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "scenario/loader.h"
@@ -41,16 +44,20 @@ struct Ran {
   std::string implementation;
 };
 
+// Lanes of a process backend's suite when SuiteOptions::lanes is 0.
+constexpr int kDefaultLanes = 4;
+
 struct Pending {
   std::string feature, name, kind, replay;
   int world = 1;
+  bool breaks = false;  // expected to leave a process job broken (lanes.h)
   std::function<Ran()> run;
 };
 
 }  // namespace
 
 bool SuiteResult::passed() const {
-  if (!load_errors.empty() || cases.empty()) return false;
+  if (cases.empty()) return false;
   int passed = 0;
   for (const auto& c : cases) {
     if (!c.passed && !c.skipped) return false;
@@ -87,15 +94,26 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   if (processes && backend.create) flags += " --processes";
   if (o.strict) flags += " --strict";
   JobCache jobs;
-  std::uint64_t frames = 0;  // delivered to collie's core over all runs (process backends count none)
-  std::uint64_t* frames_total = &frames;
+  std::atomic<std::uint64_t> frames = 0;  // delivered to collie's core over all runs (process backends count none)
+  std::atomic<std::uint64_t>* frames_total = &frames;
 
+  // A scenario directory or file that does not load is a failed case of
+  // its own (feature scenario_files): it counts, and the JUnit report has it.
+  auto unloadable = [&](const std::string& name, const std::string& why, const std::string& replay) {
+    Pending p;
+    p.feature = "scenario_files";
+    p.name = name;
+    p.kind = "scenario";
+    p.replay = replay;
+    p.run = [why] { return Ran{why, {}, {}, {}}; };
+    pending.push_back(std::move(p));
+  };
   // Scenarios marked for conformance.
   std::vector<std::string> files;
   for (const auto& dir : o.scenario_dirs) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-      res.load_errors.push_back(dir + ": not a directory of scenarios");
+      unloadable(fs::path(dir).filename().string(), dir + ": not a directory of scenarios", "ls " + shell_quote(dir));
       continue;
     }
     for (const auto& e : fs::recursive_directory_iterator(dir))
@@ -107,7 +125,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     try {
       s = std::make_shared<scenario::Scenario>(scenario::load_file(f));
     } catch (const scenario::ScenarioError& e) {
-      res.load_errors.push_back(e.what());
+      unloadable(fs::path(f).stem().string(), e.what(), "collie validate " + shell_quote(f));
       continue;
     }
     if (!s->conformance) continue;
@@ -116,17 +134,19 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.name = fs::path(f).stem().string();
     p.kind = "scenario";
     p.world = s->world;
-    p.replay = "collie run " + f + " --backend " + o.backend + flags;
+    p.replay = "collie run " + shell_quote(f) + " --backend " + shell_quote(o.backend) + flags;
     // Process backends: the suite's op timeout, unless the scenario sets its
-    // own; the hang window for one that expects a deadlock or an error.
+    // own; the hang window for one that expects a deadlock or an error, or
+    // whose behaviour torch leaves unspecified (a library may hang there).
     Nanos timeout_ns = 0;
     if (processes && o.timeout_ns && s->timeout_ns == 0) {
       timeout_ns = o.timeout_ns;
-      if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0) {
+      if ((s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty()) && o.hang_window_ns > 0) {
         timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
         p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);
       }
     }
+    p.breaks = processes && (s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty());
     p.run = [s, &o, &reg, &jobs, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
@@ -396,6 +416,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   auto selected = [&](const Pending& p) { return o.filter.empty() || std::regex_search(p.feature + "/" + p.name, re); };
   std::erase_if(pending, [&](const Pending& p) { return !selected(p); });
   const auto suite_start = std::chrono::steady_clock::now();
+  std::mutex lanes_mu;  // what cases running side by side share
   auto execute = [&](Pending& p, CaseResult& c) {
     const auto t0 = std::chrono::steady_clock::now();
     auto attempt = [&p]() -> Ran {
@@ -435,7 +456,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         if (const std::string where = jobs.in_flight_report(); !where.empty()) ran.failure += "\n" + where;
       }
     }
-    if (res.implementation.empty()) res.implementation = ran.implementation;
+    {
+      std::lock_guard<std::mutex> lock(lanes_mu);
+      if (res.implementation.empty()) res.implementation = ran.implementation;
+    }
     c.feature = p.feature;
     c.name = p.name;
     c.kind = p.kind;
@@ -447,25 +471,35 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.replay = p.replay;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  // A process job is started once per world size: run the cases grouped by
-  // world (stable within a world), report them in the suite's order.
+  // A process job runs every case of its world and, where its workers allow,
+  // of smaller ones: run the cases from the largest world down (stable
+  // within a world), report them in the suite's order.
   std::vector<std::size_t> order(pending.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (processes)
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return pending[a].world < pending[b].world; });
+                     [&](std::size_t a, std::size_t b) { return pending[a].world > pending[b].world; });
   res.cases.resize(pending.size());
   int index = 0;
-  for (std::size_t at : order) {
-    Pending& p = pending[at];
-    if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
-    ++index;
-    execute(p, res.cases[at]);
-    if (res.abandoned) {
-      std::erase_if(res.cases, [](const CaseResult& c) { return c.feature.empty(); });  // never ran
-      res.frames = frames;
-      return res;
-    }
+  std::vector<LaneCase> lane_cases;
+  for (std::size_t at : order) lane_cases.push_back({at, pending[at].breaks});
+  run_in_lanes(
+      lane_cases, processes ? (o.lanes > 0 ? o.lanes : kDefaultLanes) : 1,
+      [&](std::size_t at) {
+        Pending& p = pending[at];
+        {
+          std::lock_guard<std::mutex> lock(lanes_mu);
+          if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
+          ++index;
+        }
+        execute(p, res.cases[at]);
+        return !res.abandoned;
+      },
+      [&jobs] { jobs.end_thread(); });
+  if (res.abandoned) {
+    std::erase_if(res.cases, [](const CaseResult& c) { return c.feature.empty(); });  // never ran
+    res.frames = frames;
+    return res;
   }
   // --budget: deeper generated cases, round after round, until the time
   // given is spent (a round is one case per collective, p2p and batch).
@@ -511,15 +545,17 @@ std::string format_matrix(const SuiteResult& r) {
   os << "conformance of backend '" << r.backend << "'";
   if (!r.implementation.empty()) os << " (" << r.implementation << ")";
   os << "\n";
-  char line[200];
-  std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", "feature", "scenarios", "properties", "skipped",
+  int name_width = 16;  // the column fits the longest feature name
+  for (const auto& [feature, row] : rows) name_width = std::max(name_width, static_cast<int>(feature.size()));
+  char line[300];
+  std::snprintf(line, sizeof line, "  %-*s %-11s %-11s %-8s %-6s %s\n", name_width, "feature", "scenarios", "properties", "skipped",
                 "notes", "result");
   os << line;
   for (const auto& [feature, row] : rows) {
     auto frac = [](int a, int b) { return b ? std::to_string(a) + "/" + std::to_string(b) : std::string("-"); };
     const bool ok = row.s_pass == row.s_total && row.p_pass == row.p_total;
     const char* verdict = !ok ? "FAIL" : row.s_total + row.p_total == 0 ? "SKIP" : "PASS";
-    std::snprintf(line, sizeof line, "  %-16s %-11s %-11s %-8s %-6s %s\n", feature.c_str(),
+    std::snprintf(line, sizeof line, "  %-*s %-11s %-11s %-8s %-6s %s\n", name_width, feature.c_str(),
                   frac(row.s_pass, row.s_total).c_str(), frac(row.p_pass, row.p_total).c_str(),
                   row.skipped ? std::to_string(row.skipped).c_str() : "-", row.notes ? std::to_string(row.notes).c_str() : "-",
                   verdict);
@@ -572,7 +608,6 @@ std::string format_matrix(const SuiteResult& r) {
   });
   grouped("notes: differences where torch leaves the behaviour unspecified (--strict makes them failures)",
           [](const CaseResult& c) { return c.notes; });
-  for (const auto& e : r.load_errors) os << "  scenario not loaded: " << e << "\n";
   int notes = 0;
   for (const auto& c : r.cases) notes += c.notes.empty() ? 0 : 1;
   std::snprintf(line, sizeof line, "\n%d passed, %d failed, %d skipped, %d with notes\n",

@@ -25,11 +25,15 @@ struct SuiteOptions {
   // backends always do). A process job is started once per world size and
   // runs every case of that size, unless a case leaves it broken.
   bool processes = false;
+  // Process backends: cases run side by side on this many jobs, those
+  // expected to break theirs apart from the rest (lanes.h); 0: a default.
+  int lanes = 0;
   bool strict = false;                        // differences where torch is silent fail too
   Nanos timeout_ns = 0;                       // process backends: a case that stops making progress this long hangs
   // Process backends: the op timeout of scenarios that expect a deadlock or
-  // an error (their programs are a few small ops) and set none themselves,
-  // so that a library that hangs costs this, not timeout_ns.
+  // an error, or whose behaviour torch leaves unspecified (their programs
+  // are a few small ops), and set none themselves, so that a library that
+  // hangs costs this, not timeout_ns.
   Nanos hang_window_ns = 2'000'000'000;
   std::vector<std::string> replay_flags;      // appended to every replay command (--backend-plugin PATH, ...)
   std::vector<std::string> scenario_dirs;     // searched recursively for *.yaml
@@ -49,6 +53,8 @@ struct SuiteOptions {
   std::function<void(int, int, const std::string&)> progress;
 };
 
+// A case: a scenario, a generated property case, or a scenario file that
+// did not load (feature "scenario_files", failed, its message the loader's).
 struct CaseResult {
   std::string feature;
   std::string name;
@@ -66,7 +72,6 @@ struct SuiteResult {
   std::string backend;
   std::string implementation;  // what ran the ops ("Open MPI 4.1.4", ...)
   std::vector<CaseResult> cases;
-  std::vector<std::string> load_errors;  // scenarios that did not load
   std::uint64_t frames = 0;    // frames delivered to collie's core over every run (0: not counted)
   // A case outlived the watchdog (its transport never returned control):
   // the suite stopped there, and its thread still runs. The caller reports
