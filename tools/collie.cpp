@@ -1,6 +1,7 @@
 // The collie command.
 //
 //   collie run FILE...            run scenarios, check them, print what ranks print
+//   collie run [-n N] -- COMMAND  run an unmodified torch.distributed program (tools/run_script.h)
 //   collie validate FILE...       parse and check scenarios without running them
 //   collie conformance --backend  the conformance suite, as a feature x result matrix
 //   collie backends               the backends built in, and how each is selected
@@ -37,6 +38,7 @@
 #include "tools/calibrate.h"
 #include "tools/backend_flags.h"
 #include "tools/launch.h"
+#include "tools/run_script.h"
 #include "tools/worker_command.h"
 
 
@@ -244,6 +246,9 @@ bool accepted(const Progress& progress, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `collie run [FLAGS] -- COMMAND...`: a torch.distributed program, not scenario files.
+  if (collie::tools::is_script_run(argc, argv)) return collie::tools::run_script_command(argc, argv);
+
   CLI::App app{"collie: run, check and debug collective communication"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "collie 0.1.0");

@@ -45,6 +45,10 @@ struct EncodedCall {
 // Encodes `c` as rank `rank` calls it.
 EncodedCall encode_call(const DistCall& c, int rank);
 
+// The buffers (indices in the op message's buffer order) that rank
+// `rank`'s call of `c` writes: its "writes" field.
+std::vector<std::size_t> written_buffers(const DistCall& c, int rank);
+
 // A call decoded on a worker, over buffers of its own.
 struct DecodedCall {
   DistCall call;                    // views into `tensors`; its group is the caller's to set
