@@ -3,10 +3,15 @@
 // It is what a minimal correct transport looks like, and the conformance
 // suite passes on it.
 //
-// Built again with LOOPBACK_BUG=<class> (and LOOPBACK_EVERY=N) as the
-// suite's own acceptance test: a family of broken transports, one per class
-// of transport bug, each of which `collie conformance` must fail with a
-// report that names the class (docs/backends.md):
+// It is also the suite's own acceptance test: a family of broken
+// transports, one per class of transport bug, each of which `collie
+// conformance` must fail with a report that names the class
+// (docs/backends.md). Built with LOOPBACK_BUG=<class> (and LOOPBACK_EVERY=N)
+// the bug is fixed at compile time. Built with LOOPBACK_FAMILY, one build
+// serves the whole family: it is copied once per variant, and each copy
+// reads its variant from its own file name (lossy_loopback.so is
+// lossy_loopback; kVariants below), so that `--backend-plugin X.so
+// --backend X` works for every member without compiling each.
 //   lossy_loopback               drops every N-th frame
 //   duplicating_loopback         delivers every N-th frame twice
 //   double_completing_loopback   completes every N-th send twice
@@ -21,9 +26,13 @@
 //   timerless_loopback           schedule_at() never fires: op timeouts never expire
 //   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
 //   frozen_clock_loopback        now() always reads 0 (timers still fire, when idle)
+#include <dlfcn.h>
+
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <bit>
@@ -67,6 +76,87 @@ namespace {
 using collie::FrameHeader;
 using collie::Nanos;
 
+#ifdef LOOPBACK_FAMILY
+// The family: which bug each copy has, by the copy's file name.
+struct Variant {
+  const char* name;
+  int bug;
+  std::uint64_t every;  // the bug strikes every `every`-th time it can
+  const char* description;
+};
+
+constexpr Variant kVariants[] = {
+    {"loopback", LOOPBACK_CORRECT, 1, "example plugin: in-process FIFO loopback, no virtual time"},
+    {"lossy_loopback", LOOPBACK_DROP, 50, "broken on purpose: drops every 50th frame (must fail conformance)"},
+    {"duplicating_loopback", LOOPBACK_DUPLICATE, 50, "broken on purpose: delivers every 50th frame twice"},
+    {"double_completing_loopback", LOOPBACK_DOUBLE_COMPLETE, 50, "broken on purpose: completes every 50th send twice"},
+    {"late_reading_loopback", LOOPBACK_LATE_READ, 50,
+     "broken on purpose: reads a send's payload after reporting it complete"},
+    {"short_payload_loopback", LOOPBACK_SHORT_PAYLOAD, 50, "broken on purpose: delivers every 50th payload one byte short"},
+    {"bf16_truncating_loopback", LOOPBACK_BF16_TRUNCATE, 1,
+     "broken on purpose: bfloat16 SUM truncates instead of rounding"},
+    {"early_returning_loopback", LOOPBACK_EARLY_RETURN, 1,
+     "broken on purpose: run_until returns when idle instead of reporting a deadlock"},
+    {"eager_resuming_loopback", LOOPBACK_RESUME_INSIDE_SCHEDULE, 50,
+     "broken on purpose: schedule() resumes the coroutine inside the call"},
+    {"eager_completing_loopback", LOOPBACK_COMPLETE_INSIDE_POST, 50,
+     "broken on purpose: completes a send inside post_send()"},
+    {"backwards_clock_loopback", LOOPBACK_CLOCK_BACKWARDS, 1, "broken on purpose: now() goes back now and then"},
+    {"hanging_loopback", LOOPBACK_HANG, 50,
+     "broken on purpose: drops every 50th frame, then hangs instead of reporting the deadlock"},
+    {"timerless_loopback", LOOPBACK_DROP_TIMERS, 1,
+     "broken on purpose: schedule_at() never fires (timeouts never expire)"},
+    {"silent_crash_loopback", LOOPBACK_SILENT_CRASH, 1,
+     "broken on purpose: never tells a crashed rank's peers (no on_peer_lost)"},
+    {"frozen_clock_loopback", LOOPBACK_FROZEN_CLOCK, 1, "broken on purpose: now() always reads 0"},
+};
+
+// This module's file name without folder and extension.
+std::string module_stem() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&module_stem), &info) || !info.dli_fname) return {};
+  std::string_view path = info.dli_fname;
+  if (const auto slash = path.rfind('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (const auto dot = path.find('.'); dot != std::string_view::npos) path = path.substr(0, dot);
+  return std::string(path);
+}
+#endif
+
+// Which bug this build has: LOOPBACK_BUG, or with LOOPBACK_FAMILY the entry
+// of kVariants named by the module's file name.
+struct Config {
+  std::string name = LOOPBACK_NAME;
+  std::string description = LOOPBACK_DESCRIPTION;
+  int bug = LOOPBACK_BUG;
+  std::uint64_t every = LOOPBACK_EVERY;
+};
+
+const Config& config() {
+  static const Config c = [] {
+    Config out;
+#ifdef LOOPBACK_FAMILY
+    const std::string stem = module_stem();
+    for (const Variant& v : kVariants) {
+      if (stem != v.name) continue;
+      out.name = v.name;
+      out.description = v.description;
+      out.bug = v.bug;
+      out.every = v.every;
+      return out;
+    }
+    // A copy under a name the family does not know is refused by name
+    // (create() fails), never silently correct.
+    out.name = stem;
+    out.description = "unknown member of the loopback family";
+    out.bug = -1;
+#endif
+    return out;
+  }();
+  return c;
+}
+int bug() { return config().bug; }
+std::uint64_t every() { return config().every; }
+
 class Loopback;
 
 class Endpoint final : public collie::Transport {
@@ -81,12 +171,11 @@ class Endpoint final : public collie::Transport {
   void schedule_at(Nanos when, std::coroutine_handle<> h) override;
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
-#if LOOPBACK_BUG == LOOPBACK_BF16_TRUNCATE
-  // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
-  // nearest even); everything else as the core's host reduction.
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
-    if (dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
+    if (bug() != LOOPBACK_BF16_TRUNCATE || dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
       return collie::Transport::reduce(dst, src, count, dtype, op);
+    // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
+    // nearest even).
     auto* d = static_cast<std::uint16_t*>(dst);
     const auto* s = static_cast<const std::uint16_t*>(src);
     for (std::size_t i = 0; i < count; ++i) {
@@ -94,7 +183,6 @@ class Endpoint final : public collie::Transport {
       d[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(sum) >> 16);
     }
   }
-#endif
   collie::FrameSink* sink() const { return sink_; }
 
  private:
@@ -116,7 +204,7 @@ class Loopback final : public collie::InProcessBackend {
   void crash(int rank, const std::string& why) override {
     dead_.resize(endpoints_.size());
     dead_[static_cast<std::size_t>(rank)] = true;
-    if (LOOPBACK_BUG == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
+    if (bug() == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
     for (int p = 0; p < size(); ++p)
       if (p != rank) queue_.push_back({Item::kLost, p, nullptr, {}, {}, nullptr, rank, why});
   }
@@ -162,8 +250,8 @@ class Loopback final : public collie::InProcessBackend {
       }
       if (queue_.empty()) {
         if (deadline) return false;
-        if (LOOPBACK_BUG == LOOPBACK_EARLY_RETURN) return false;
-        if (LOOPBACK_BUG == LOOPBACK_HANG)
+        if (bug() == LOOPBACK_EARLY_RETURN) return false;
+        if (bug() == LOOPBACK_HANG)
           for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the bug: a hang, not a report
         throw collie::Error(collie::ErrorKind::kDeadlock, {}, "loopback: no frame or coroutine is pending");
       }
@@ -205,16 +293,16 @@ class Loopback final : public collie::InProcessBackend {
 
 int Endpoint::world_size() const { return world_.size(); }
 Nanos Endpoint::now() const {
-  if (LOOPBACK_BUG == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
+  if (bug() == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
   const Nanos t = world_.clock();
-  return LOOPBACK_BUG == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
+  return bug() == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
 }
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
-  if (LOOPBACK_BUG == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  if (bug() == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
   world_.timer(when, rank_, h.address());
 }
 void Endpoint::schedule(std::coroutine_handle<> h) {
-  if (LOOPBACK_BUG == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % LOOPBACK_EVERY == 0) return h.resume();
+  if (bug() == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % every() == 0) return h.resume();
   world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}});
 }
 bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
@@ -224,8 +312,8 @@ bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos>
 void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
   using Item = Loopback::Item;
   const std::uint64_t n = world_.next_frame();
-  const bool nth = n % LOOPBACK_EVERY == 0;
-  switch (LOOPBACK_BUG) {
+  const bool nth = n % every() == 0;
+  switch (bug()) {
     case LOOPBACK_DROP:
     case LOOPBACK_HANG:
       if (!nth) world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
@@ -253,15 +341,23 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
     default:
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
   }
-  if (cookie && LOOPBACK_BUG == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
+  if (cookie && bug() == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
-  if (cookie && LOOPBACK_BUG == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
+  if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
 }
 
-collie::InProcessBackend* create(const collie::BackendOptions* o) { return new Loopback(o->world_size); }
-
-const CollieBackendPlugin kPlugin{COLLIE_PLUGIN_ABI_VERSION, LOOPBACK_NAME, LOOPBACK_DESCRIPTION, &create};
+collie::InProcessBackend* create(const collie::BackendOptions* o) {
+  if (bug() < 0)
+    throw collie::Error(collie::ErrorKind::kUsage, {},
+                        "the loopback family has no member named '" + config().name +
+                            "' (backends/plugins/loopback.cpp, kVariants)");
+  return new Loopback(o->world_size);
+}
 
 }  // namespace
 
-extern "C" const CollieBackendPlugin* collie_backend_plugin() { return &kPlugin; }
+extern "C" const CollieBackendPlugin* collie_backend_plugin() {
+  static const CollieBackendPlugin plugin{COLLIE_PLUGIN_ABI_VERSION, config().name.c_str(),
+                                          config().description.c_str(), &create};
+  return &plugin;
+}
