@@ -26,6 +26,7 @@
 //   timerless_loopback           schedule_at() never fires: op timeouts never expire
 //   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
 //   frozen_clock_loopback        now() always reads 0 (timers still fire, when idle)
+//   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
 #include <dlfcn.h>
 
 #include <deque>
@@ -58,6 +59,7 @@
 #define LOOPBACK_DROP_TIMERS 12
 #define LOOPBACK_SILENT_CRASH 13
 #define LOOPBACK_FROZEN_CLOCK 14
+#define LOOPBACK_OLD_ABI 15
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -109,6 +111,8 @@ constexpr Variant kVariants[] = {
     {"silent_crash_loopback", LOOPBACK_SILENT_CRASH, 1,
      "broken on purpose: never tells a crashed rank's peers (no on_peer_lost)"},
     {"frozen_clock_loopback", LOOPBACK_FROZEN_CLOCK, 1, "broken on purpose: now() always reads 0"},
+    {"old_abi_loopback", LOOPBACK_OLD_ABI, 1,
+     "broken on purpose: says it was built for the previous plugin ABI (must be refused)"},
 };
 
 // This module's file name without folder and extension.
@@ -357,7 +361,8 @@ collie::InProcessBackend* create(const collie::BackendOptions* o) {
 }  // namespace
 
 extern "C" const CollieBackendPlugin* collie_backend_plugin() {
-  static const CollieBackendPlugin plugin{COLLIE_PLUGIN_ABI_VERSION, config().name.c_str(),
+  static const CollieBackendPlugin plugin{COLLIE_PLUGIN_ABI_VERSION - (bug() == LOOPBACK_OLD_ABI ? 1 : 0),
+                                          config().name.c_str(),
                                           config().description.c_str(), &create};
   return &plugin;
 }
