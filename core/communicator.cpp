@@ -8,6 +8,7 @@
 
 #include "core/algorithms/algorithms.h"
 #include "core/error.h"
+#include "core/transport_call.h"
 
 namespace collie {
 
@@ -80,8 +81,13 @@ struct WakeAt {
   Transport* t;
   Nanos when;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { t->schedule_at(when, h); }
-  void await_resume() const noexcept {}
+  void await_suspend(std::coroutine_handle<> h) const {
+    TransportCall call("schedule_at()");
+    t->schedule_at(when, h);
+  }
+  void await_resume() const {
+    if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "an op timeout's timer");
+  }
 };
 
 std::string duration_text(Nanos ns) {
@@ -396,6 +402,9 @@ Spawned run_collective(MessageEngine& engine, Transport& t, const GroupState& g,
   } catch (...) {
     err = std::current_exception();
   }
+  // An algorithm stops at its first error: what it left posted ends with
+  // the call, so that nothing of a call that ended writes into its buffers.
+  if (err) engine.abort_collective(ctx.context(), ctx.seq(), err);
   engine.end_collective(ctx.context(), ctx.seq());
   outer->finish(err);
 }

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <utility>
+
+#include "core/transport_call.h"
 
 namespace collie {
 
@@ -13,8 +16,13 @@ struct ComputeAwaiter {
   Transport* t;
   std::uint64_t bytes;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
-  void await_resume() const noexcept {}
+  void await_suspend(std::coroutine_handle<> h) const {
+    TransportCall call("schedule_after_compute()");
+    t->schedule_after_compute(bytes, h);
+  }
+  void await_resume() const {
+    if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "a received reduction's compute time");
+  }
 };
 
 Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkState> w) {
@@ -27,7 +35,11 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
     : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
 
-MessageEngine::~MessageEngine() = default;
+MessageEngine::~MessageEngine() {
+  // Notes against this transport die with it: another at the same address
+  // must not inherit them.
+  (void)take_resumptions_inside_calls(&t_);
+}
 
 std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
   auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
@@ -79,6 +91,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
   ps.buf = spec.buf;
   ps.work = w;
   ps.info = std::move(info);
+  ps.keepalive = spec.keepalive;
   void* cookie = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
   if (bytes <= eager_threshold_) {
     h.kind = FrameKind::kEager;
@@ -150,13 +163,13 @@ std::string describe_frame(const FrameHeader& h) {
 
 }  // namespace
 
-void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what) {
+void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what, const char* contract) {
   if (broken_) return;
   OpContext ctx{rank_, "", "", -1, {}};
   if (h) ctx.peers = {h->src};
-  broken_ = std::make_exception_ptr(Error(ErrorKind::kTransport, ctx,
-                                          "the transport broke its contract (core/transport.h): " + what +
-                                              (h ? ": " + describe_frame(*h) : std::string())));
+  violation_ = std::string("the transport broke its contract (") + contract + "): " + what +
+               (h ? ": " + describe_frame(*h) : std::string());
+  broken_ = std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, violation_));
   fail_everything(broken_);
   // Sends already handed to the transport can no longer be trusted either.
   std::vector<std::shared_ptr<WorkState>> sending;
@@ -164,6 +177,26 @@ void MessageEngine::contract_violation(const FrameHeader* h, const std::string& 
     if (ps.work && !ps.work->completed) sending.push_back(ps.work);
   sends_.clear();
   for (auto& w : sending) w->finish(broken_);
+}
+
+bool MessageEngine::called_inside_a_call(const char* callback) {
+  if (const char* call = TransportCall::current()) [[unlikely]] {
+    if (deferred_.empty())
+      deferred_ = std::string(callback) + " inside " + call +
+                  " (core/transport.h: post_send returns at once, and every callback into the core comes later, "
+                  "from inside run_until, never inside a call the core made)";
+    return true;
+  }
+  settle();
+  return false;
+}
+
+void MessageEngine::settle() {
+  if (!deferred_.empty()) {
+    const std::string what = std::exchange(deferred_, {});
+    contract_violation(nullptr, what);
+  }
+  for (const std::string& r : take_resumptions_inside_calls(&t_)) contract_violation(nullptr, r, "core/executor.h");
 }
 
 bool MessageEngine::refuse_if_broken(const std::shared_ptr<WorkState>& w) {
@@ -174,6 +207,7 @@ bool MessageEngine::refuse_if_broken(const std::shared_ptr<WorkState>& w) {
 
 void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> payload) {
   ++frames_received_;
+  if (called_inside_a_call("on_frame")) return;
   if (broken_) return;  // after a violation nothing that arrives is trusted
   if (h.dst != rank_)
     return contract_violation(&h, "rank " + std::to_string(rank_) + " was handed a frame for rank " +
@@ -249,6 +283,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
 }
 
 FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
+  if (called_inside_a_call("landing_zone") || broken_) return {};
   if (h.kind != FrameKind::kData) return {};
   auto it = inbound_.find({h.src, h.rendezvous_id});
   if (it == inbound_.end()) return {};
@@ -258,16 +293,12 @@ FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
 }
 
 void MessageEngine::post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
-  in_post_send_ = true;
+  TransportCall call("post_send()");
   t_.post_send(h, payload, cookie);
-  in_post_send_ = false;
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
-  if (broken_) return;
-  if (in_post_send_)
-    return contract_violation(nullptr, "on_send_complete inside post_send() (core/transport.h: post_send returns "
-                                       "at once, and completion comes later, from inside run_until)");
+  if (called_inside_a_call("on_send_complete") || broken_) return;
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
   if (it == sends_.end() || it->second.awaiting_cts)
@@ -279,6 +310,7 @@ void MessageEngine::on_send_complete(void* cookie) {
 }
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
+  if (called_inside_a_call("on_peer_lost")) return;
   if (!clean) lost_peers_.insert(peer);
   lost_why_[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
@@ -364,12 +396,12 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   if (!err.empty()) {
     OpContext ctx = r.info ? r.info->context({h.src}) : OpContext{rank_, "recv", "", -1, {h.src}};
     r.work->source = h.src;
-    r.work->finish(std::make_exception_ptr(Error(kind, ctx, err)));
     if (h.kind == FrameKind::kRts) {
       FrameHeader about = h;
       about.tag = static_cast<std::int32_t>(kind);
       send_control(FrameKind::kNack, about, err);
     }
+    r.work->finish(std::make_exception_ptr(Error(kind, ctx, err)));
     return;
   }
   r.work->source = h.src;
@@ -554,40 +586,40 @@ std::size_t MessageEngine::abort_all(std::exception_ptr err) {
 }
 
 void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err) {
+  // Every structure is settled before an op finishes: finishing resumes
+  // coroutines, which may post or abort ops.
+  std::vector<std::shared_ptr<WorkState>> failed;
   auto it = active_.find({context, seq});
   if (it != active_.end()) {
-    auto outer = it->second.outer;
+    if (it->second.outer) failed.push_back(it->second.outer);
     active_.erase(it);
-    if (outer) outer->finish(err);
   }
   // Unblock the algorithm: every sub-operation of the call fails too.
   for (auto p = posted_.begin(); p != posted_.end();) {
     if (p->spec.context == context && p->spec.seq == seq) {
-      auto w = p->work;
+      failed.push_back(p->work);
       p = posted_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
   for (auto p = inbound_.begin(); p != inbound_.end();) {
     if (p->second.spec.context == context && p->second.spec.seq == seq) {
-      auto w = p->second.work;
+      failed.push_back(p->second.work);
       p = inbound_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
   for (auto p = sends_.begin(); p != sends_.end();) {
     if (p->second.header.context == context && p->second.header.fp.seq == seq && p->second.awaiting_cts) {
-      auto w = p->second.work;
+      failed.push_back(p->second.work);
       p = sends_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
+  for (auto& w : failed) w->finish(err);
 }
 
 namespace {

@@ -49,6 +49,9 @@ struct SendSpec {
   std::int32_t tag = 0;
   Fingerprint fp;              // zero for p2p
   TensorView buf;
+  // Owns buf's memory until the transport no longer needs it (a
+  // collective's scratch, which must outlive an algorithm that stops early).
+  std::shared_ptr<void> keepalive;
 };
 
 struct RecvSpec {
@@ -153,7 +156,20 @@ class MessageEngine final : public FrameSink {
   // communicator saw (a timer fired early, a clock went back): fails every
   // op of this rank with a typed transport error saying `what`, as a bad
   // frame does.
-  void report_contract_violation(const std::string& what) { contract_violation(nullptr, what); }
+  // A violation seen inside a core call (settle()) is reported first: it is
+  // the earlier cause.
+  void report_contract_violation(const std::string& what) {
+    settle();
+    contract_violation(nullptr, what);
+  }
+  // Applies the violations seen while the core was inside a call into the
+  // transport (a callback ignored then; a coroutine resumed then, noted in
+  // core/transport_call.h). Every callback does it first; the end of a run
+  // does it once more, so that none goes unreported.
+  void settle();
+  // The transport's contract violation, as the rank's ops fail with it;
+  // empty while none happened.
+  const std::string& contract_broken() const { return violation_; }
   // Frames the transport delivered to this rank so far.
   std::uint64_t frames_received() const { return frames_received_; }
 
@@ -211,7 +227,11 @@ class MessageEngine final : public FrameSink {
   // `h` when there is one): every operation of this rank fails with a typed
   // transport error saying so, and so does every later one -- its traffic
   // can no longer be trusted. Never throws into the transport.
-  void contract_violation(const FrameHeader* h, const std::string& what);
+  void contract_violation(const FrameHeader* h, const std::string& what, const char* contract = "core/transport.h");
+  // Every FrameSink method starts here: true when the transport called it
+  // from inside a call the core made (then it is ignored, and reported at
+  // the next legitimate callback); else settles what such calls left.
+  bool called_inside_a_call(const char* callback);
   // Whether a violation happened; then `w` is failed with it.
   bool refuse_if_broken(const std::shared_ptr<WorkState>& w);
   void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
@@ -229,8 +249,9 @@ class MessageEngine final : public FrameSink {
   std::unordered_map<int, std::uint64_t> in_next_;  // next expected channel_seq per source
   std::unordered_map<int, std::map<std::uint64_t, StoredFrame>> early_;  // arrived ahead of order
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
+  std::string violation_;      // its text
+  std::string deferred_;       // a callback made inside a core call, not yet reported
   std::uint64_t frames_received_ = 0;
-  bool in_post_send_ = false;  // inside Transport::post_send(): completing a send now breaks the contract
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;

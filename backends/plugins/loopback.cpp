@@ -26,6 +26,10 @@
 //   timerless_loopback           schedule_at() never fires: op timeouts never expire
 //   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
 //   frozen_clock_loopback        now() always reads 0 (timers still fire, when idle)
+//   always_resuming_loopback     schedule() resumes every coroutine inside the call (collie crashed on it)
+//   resuming_in_post_loopback    post_send() resumes a waiting coroutine inside the call
+//   synchronous_loopback         delivers every N-th frame inside post_send()
+//   eager_timer_loopback         schedule_at() resumes the coroutine inside the call
 //   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
 #include <dlfcn.h>
 
@@ -60,6 +64,9 @@
 #define LOOPBACK_SILENT_CRASH 13
 #define LOOPBACK_FROZEN_CLOCK 14
 #define LOOPBACK_OLD_ABI 15
+#define LOOPBACK_RESUME_INSIDE_POST 16
+#define LOOPBACK_DELIVER_INSIDE_POST 17
+#define LOOPBACK_TIMER_INSIDE_CALL 18
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -111,6 +118,14 @@ constexpr Variant kVariants[] = {
     {"silent_crash_loopback", LOOPBACK_SILENT_CRASH, 1,
      "broken on purpose: never tells a crashed rank's peers (no on_peer_lost)"},
     {"frozen_clock_loopback", LOOPBACK_FROZEN_CLOCK, 1, "broken on purpose: now() always reads 0"},
+    {"always_resuming_loopback", LOOPBACK_RESUME_INSIDE_SCHEDULE, 1,
+     "broken on purpose: schedule() resumes every coroutine inside the call (collie crashed on it)"},
+    {"resuming_in_post_loopback", LOOPBACK_RESUME_INSIDE_POST, 50,
+     "broken on purpose: post_send() resumes a waiting coroutine inside the call"},
+    {"synchronous_loopback", LOOPBACK_DELIVER_INSIDE_POST, 50,
+     "broken on purpose: delivers every 50th frame inside post_send()"},
+    {"eager_timer_loopback", LOOPBACK_TIMER_INSIDE_CALL, 1,
+     "broken on purpose: schedule_at() resumes the coroutine inside the call"},
     {"old_abi_loopback", LOOPBACK_OLD_ABI, 1,
      "broken on purpose: says it was built for the previous plugin ABI (must be refused)"},
 };
@@ -233,6 +248,16 @@ class Loopback final : public collie::InProcessBackend {
   // then jumps to them.
   void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
   std::uint64_t next_frame() { return ++frames_; }
+  // Resumes the first coroutine waiting in the queue, at once.
+  void resume_one_now() {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->kind != Item::kResume) continue;
+      void* h = it->ptr;
+      queue_.erase(it);
+      return std::coroutine_handle<>::from_address(h).resume();
+    }
+  }
+  Endpoint& endpoint(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
   int size() const { return static_cast<int>(endpoints_.size()); }
   Nanos clock() const { return static_cast<Nanos>(events_) + jump_; }
 
@@ -303,6 +328,7 @@ Nanos Endpoint::now() const {
 }
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
   if (bug() == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  if (bug() == LOOPBACK_TIMER_INSIDE_CALL) return h.resume();
   world_.timer(when, rank_, h.address());
 }
 void Endpoint::schedule(std::coroutine_handle<> h) {
@@ -338,6 +364,13 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
       }
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
       break;
+    case LOOPBACK_DELIVER_INSIDE_POST:
+      if (nth) {
+        world_.endpoint(h.dst).sink()->on_frame(h, payload);
+        break;
+      }
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
     case LOOPBACK_SHORT_PAYLOAD:
       world_.push({Item::kDeliver, h.dst, nullptr, h,
                    {payload.begin(), payload.end() - (nth && !payload.empty() ? 1 : 0)}});
@@ -345,6 +378,7 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
     default:
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
   }
+  if (bug() == LOOPBACK_RESUME_INSIDE_POST && nth) world_.resume_one_now();
   if (cookie && bug() == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
   if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
