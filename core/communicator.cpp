@@ -243,8 +243,8 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
   w->p2p_context = 0;
   w->coll_context = 1;
   w->name = "world";
-  engine_.register_context(w->p2p_context, w->digest, w->name);
-  engine_.register_context(w->coll_context, w->digest, w->name);
+  engine_.register_context(w->p2p_context, w->digest, w->name, w->members, false);
+  engine_.register_context(w->coll_context, w->digest, w->name, w->members, true);
   world_ = Group(std::move(w));
   t_.attach(&engine_);
 }
@@ -285,8 +285,8 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::str
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
   g->my_rank = index_in(*g, rank_);
   g->timeout_ns = timeout_ns;
-  engine_.register_context(g->p2p_context, g->digest, g->name);
-  engine_.register_context(g->coll_context, g->digest, g->name);
+  engine_.register_context(g->p2p_context, g->digest, g->name, g->members, false);
+  engine_.register_context(g->coll_context, g->digest, g->name, g->members, true);
   return Group(std::move(g));
 }
 

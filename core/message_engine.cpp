@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/frame_check.h"
 #include "core/transport_call.h"
 
 namespace collie {
@@ -122,7 +123,7 @@ std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared
       return w;
     }
   }
-  PostedRecv r{spec, w, std::move(info)};
+  PostedRecv r{spec, w, std::move(info), {}};
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(spec, it->header)) {
       StoredFrame f = std::move(*it);
@@ -192,6 +193,7 @@ bool MessageEngine::called_inside_a_call(const char* callback) {
 }
 
 void MessageEngine::settle() {
+  if (deferred_.empty() && !resumptions_inside_calls_noted()) return;
   if (!deferred_.empty()) {
     const std::string what = std::exchange(deferred_, {});
     contract_violation(nullptr, what);
@@ -209,15 +211,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   ++frames_received_;
   if (called_inside_a_call("on_frame")) return;
   if (broken_) return;  // after a violation nothing that arrives is trusted
-  if (h.dst != rank_)
-    return contract_violation(&h, "rank " + std::to_string(rank_) + " was handed a frame for rank " +
-                                      std::to_string(h.dst));
-  if (h.src < 0 || h.src >= t_.world_size())
-    return contract_violation(&h, "a frame from rank " + std::to_string(h.src) + ", outside the world of " +
-                                      std::to_string(t_.world_size()));
-  if (payload.size() != h.bytes && !(payload.empty() && !t_.moves_payloads()))
-    return contract_violation(&h, "a payload of " + std::to_string(payload.size()) +
-                                      " bytes for a header that says " + std::to_string(h.bytes));
+  if (auto bad = malformed(h, &payload)) return contract_violation(&h, *bad);
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
@@ -251,7 +245,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kCts: {
       auto it = sends_.find(h.rendezvous_id);
-      if (it == sends_.end() || !it->second.awaiting_cts) return;
+      if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
+        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a CTS whose " + *bad);
       PendingSend& ps = it->second;
       ps.awaiting_cts = false;
       FrameHeader d = ps.header;
@@ -262,7 +260,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kNack: {
       auto it = sends_.find(h.rendezvous_id);
-      if (it == sends_.end()) return;
+      if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
+        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a NACK whose " + *bad);
       PendingSend ps = std::move(it->second);
       sends_.erase(it);
       std::string reason(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -273,7 +275,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kData: {
       auto it = inbound_.find({h.src, h.rendezvous_id});
-      if (it == inbound_.end()) return;  // duplicate or for a receive that already failed
+      if (it == inbound_.end()) {
+        if (retired_inbound_.erase({h.src, h.rendezvous_id})) return;  // the receive ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = data_mismatch(h, it->second)) return contract_violation(&h, *bad);
       PostedRecv r = std::move(it->second);
       inbound_.erase(it);
       apply_payload(r, h, payload);
@@ -284,17 +290,136 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
 
 FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
   if (called_inside_a_call("landing_zone") || broken_) return {};
-  if (h.kind != FrameKind::kData) return {};
+  // Only a frame on_frame() would take lands: the rest is refused there.
+  if (h.kind != FrameKind::kData || malformed(h, nullptr)) return {};
   auto it = inbound_.find({h.src, h.rendezvous_id});
-  if (it == inbound_.end()) return {};
+  if (it == inbound_.end() || data_mismatch(h, it->second)) return {};
   const RecvSpec& s = it->second.spec;
   if (s.buf.space != MemorySpace::kHost || !s.buf.data || s.buf.bytes() != h.bytes) return {};
   return {{s.buf.byte_data(), h.bytes}, s.reduce, s.buf.dtype, s.op};
 }
 
 void MessageEngine::post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+  FrameHeader sealed = h;
+  seal(sealed);
   TransportCall call("post_send()");
-  t_.post_send(h, payload, cookie);
+  t_.post_send(sealed, payload, cookie);
+}
+
+std::optional<std::string> MessageEngine::malformed(const FrameHeader& h,
+                                                    const std::span<const std::byte>* payload) const {
+  if (auto d = inspect(h)) {
+    if (d->field < 0)
+      return std::string("a header changed in transit: its check words match none of its fields changed alone "
+                         "(more than one changed, or the words themselves)");
+    return "a header changed in transit: its " + d->name + " is " + d->is + " but the sender wrote " + d->was;
+  }
+  // Sealed by something that is not a core: codes no sender writes.
+  if (auto f = out_of_range_field(h)) return "a header whose " + *f + " holds no valid code";
+  if (h.dst != rank_) return "a frame whose dst is rank " + std::to_string(h.dst) + ", delivered to rank " + std::to_string(rank_);
+  if (h.src < 0 || h.src >= t_.world_size())
+    return "a frame whose src is rank " + std::to_string(h.src) + ", outside the world of " +
+           std::to_string(t_.world_size());
+  if (h.src == rank_) return "a frame whose src is the receiving rank itself (its frames to itself never leave it)";
+  if (payload && payload->size() != h.bytes && !(payload->empty() && !t_.moves_payloads()))
+    return "a payload of " + std::to_string(payload->size()) + " bytes for a header that says " +
+           std::to_string(h.bytes);
+  const std::uint64_t size = dtype_size(h.dtype);
+  switch (h.kind) {
+    case FrameKind::kEager:
+      if (h.rendezvous_id != 0)
+        return "an eager frame whose rendezvous_id is " + std::to_string(h.rendezvous_id) +
+               " (only a rendezvous's frames name one; eager frames carry 0)";
+      if (h.count > h.bytes / size || h.count * size != h.bytes)
+        return std::string("an eager frame whose bytes is ") + std::to_string(h.bytes) + " but whose count (" +
+               std::to_string(h.count) + ") of " + std::string(dtype_name(h.dtype)) + " makes " +
+               std::to_string(h.count * size);
+      break;
+    case FrameKind::kData:  // checked against the RTS it answers (data_mismatch())
+      break;
+    case FrameKind::kRts:
+      if (h.bytes != 0) return "an RTS whose bytes is " + std::to_string(h.bytes) + " (an RTS carries no payload)";
+      if (h.rendezvous_id == 0) return std::string("an RTS whose rendezvous_id is 0 (a rendezvous is never 0)");
+      if (h.count == 0) return std::string("an RTS whose count is 0 (a rendezvous moves at least one element)");
+      if (inbound_.count({h.src, h.rendezvous_id}))
+        return "an RTS whose rendezvous_id " + std::to_string(h.rendezvous_id) + " is already in flight from rank " +
+               std::to_string(h.src);
+      break;
+    case FrameKind::kCts:
+      if (h.bytes != 0) return "a CTS whose bytes is " + std::to_string(h.bytes) + " (a CTS carries no payload)";
+      break;
+    case FrameKind::kNack: {
+      const auto why = static_cast<ErrorKind>(h.tag);
+      if (why != ErrorKind::kGroupMismatch && why != ErrorKind::kDTypeMismatch && why != ErrorKind::kSizeMismatch)
+        return "a NACK whose tag is " + std::to_string(h.tag) +
+               ", which names no refusal (a group, dtype or size mismatch)";
+      if (h.bytes == 0) return std::string("a NACK whose bytes is 0 (it carries the refusal's reason)");
+      break;
+    }
+  }
+  return std::nullopt;  // the context's part: check_context(), as the frame is matched
+}
+
+std::optional<std::string> MessageEngine::off_context(const FrameHeader& h, const KnownContext& c) const {
+  auto where = [&](const char* carries) {
+    return " on context " + std::to_string(h.context) + " (" + c.group + ", " + carries + ")";
+  };
+  if (c.collective) {
+    if (h.fp.op == CollectiveKind::kNone || h.fp.seq == 0)
+      return "a frame" + where("collectives") + " whose fingerprint names no call (fingerprint.op " +
+             collective_name(h.fp.op) + ", fingerprint.seq " + std::to_string(h.fp.seq) + ")";
+    if (h.dtype != h.fp.dtype)
+      return "a frame" + where("collectives") + " whose dtype is " + std::string(dtype_name(h.dtype)) +
+             " but its call's (fingerprint.dtype) is " + std::string(dtype_name(h.fp.dtype));
+  } else if (!(h.fp == Fingerprint{})) {
+    return "a frame" + where("point-to-point") + " whose fingerprint names a call (" + *fingerprint_difference(h.fp) +
+           "; point-to-point frames carry an empty fingerprint)";
+  }
+  // A group with other members under this context is the program's error
+  // (groups created in different orders): check_context() names it.
+  if (c.members && static_cast<int>(c.members->size()) < t_.world_size() &&
+      !std::binary_search(c.members->begin(), c.members->end(), h.src))
+    return "a frame from rank " + std::to_string(h.src) + where(c.collective ? "collectives" : "point-to-point") +
+           ", a group rank " + std::to_string(h.src) + " is not a member of";
+  return std::nullopt;
+}
+
+std::optional<std::string> MessageEngine::data_mismatch(const FrameHeader& h, const PostedRecv& r) const {
+  if (auto bad = echo_mismatch(h, r.rts)) return "a data frame whose " + *bad;
+  // The RTS's count and dtype matched the receive's buffer.
+  if (h.bytes != r.spec.buf.bytes())
+    return "a data frame whose bytes is " + std::to_string(h.bytes) + " but whose count (" + std::to_string(h.count) +
+           ") of " + std::string(dtype_name(h.dtype)) + " makes " + std::to_string(r.spec.buf.bytes());
+  return std::nullopt;
+}
+
+std::string MessageEngine::unanswered(const FrameHeader& h) const {
+  const bool data = h.kind == FrameKind::kData;
+  std::string out = std::string("a ") + frame_kind_text(h.kind) + " frame for rendezvous " +
+                    std::to_string(h.rendezvous_id) + " from rank " + std::to_string(h.src) + ", which " +
+                    (data ? "this rank never cleared to send (no CTS), or already received"
+                          : "no send of this rank to rank " + std::to_string(h.src) + " awaits (never posted, or already answered)");
+  // The rendezvous it answers but for one field, when there is exactly one.
+  std::vector<std::string> near;
+  auto consider = [&](const FrameHeader& rts, int peer) {
+    FrameHeader as_if = h;
+    as_if.rendezvous_id = rts.rendezvous_id;
+    as_if.src = peer;
+    const bool same_id = h.rendezvous_id == rts.rendezvous_id, same_peer = h.src == peer;
+    if (same_id == same_peer || echo_mismatch(as_if, rts)) return;  // not one field away
+    near.push_back(same_id ? "its src is rank " + std::to_string(h.src) + " but the RTS " +
+                                 (data ? "came from" : "went to") + " rank " + std::to_string(peer)
+                           : "its rendezvous_id is " + std::to_string(h.rendezvous_id) +
+                                 " but the RTS it otherwise answers is rendezvous " + std::to_string(rts.rendezvous_id));
+  };
+  if (data) {
+    for (const auto& [key, r] : inbound_) consider(r.rts, key.first);
+  } else {
+    for (const auto& [id, ps] : sends_)
+      if (ps.awaiting_cts) consider(ps.header, ps.header.dst);
+  }
+  if (near.size() == 1) out += ": " + near.front();
+  return out;
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
@@ -341,6 +466,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   for (auto it = inbound_.begin(); it != inbound_.end();) {
     if (it->first.first == peer) {
       failed.emplace_back(it->second.work, error_for(it->second.info));
+      retire_inbound(it->first);
       it = inbound_.erase(it);
     } else {
       ++it;
@@ -349,6 +475,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second.header.dst == peer && it->second.work) {
       failed.emplace_back(it->second.work, error_for(it->second.info));
+      if (it->second.awaiting_cts) retire_send(it->first);
       it = sends_.erase(it);
     } else {
       ++it;
@@ -359,6 +486,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
 
 void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::byte> payload) {
   check_context(h);
+  if (broken_) return;
   if (h.fp.op != CollectiveKind::kNone) check_collective(h);
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (matches(it->spec, h)) {
@@ -407,6 +535,7 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   r.work->source = h.src;
   if (h.kind == FrameKind::kRts) {
     const std::pair<int, std::uint64_t> key{h.src, h.rendezvous_id};
+    r.rts = h;
     inbound_.emplace(key, std::move(r));
     send_control(FrameKind::kCts, h);
     return;
@@ -437,15 +566,11 @@ void MessageEngine::finish_after_compute(std::shared_ptr<WorkState> w, std::uint
 }
 
 void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::string reason) {
-  FrameHeader c;
+  FrameHeader c = about;  // echoes the RTS (core/frame.h)
   c.kind = kind;
   c.src = rank_;
   c.dst = about.src;
-  c.context = about.context;
-  c.group_digest = about.group_digest;
-  c.tag = about.tag;
-  c.rendezvous_id = about.rendezvous_id;
-  c.fp = about.fp;
+  c.bytes = 0;
   if (kind == FrameKind::kNack) {
     // The reason must outlive the send: keep it until completion.
     auto text = std::make_shared<std::string>(std::move(reason));
@@ -490,8 +615,10 @@ void MessageEngine::begin_collective(std::uint32_t context, std::uint64_t group_
 
 void MessageEngine::end_collective(std::uint32_t context, std::uint64_t seq) { active_.erase({context, seq}); }
 
-void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name) {
-  contexts_[context] = KnownContext{group_digest, std::move(group_name)};
+void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name,
+                                     std::shared_ptr<const std::vector<int>> members, bool collective) {
+  contexts_[context] = KnownContext{group_digest, std::move(group_name), std::move(members), collective};
+  // Frames that came before the context was known are checked now.
   for (const StoredFrame& f : unexpected_) {
     if (f.header.context == context && !check_context(f.header)) return;
   }
@@ -499,7 +626,15 @@ void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_
 
 bool MessageEngine::check_context(const FrameHeader& h) {
   auto it = contexts_.find(h.context);
-  if (it == contexts_.end() || it->second.digest == h.group_digest) return true;
+  if (it == contexts_.end()) return true;
+  if (it->second.digest == h.group_digest) {
+    // What the frame says of its own context is the transport's to keep.
+    if (auto bad = off_context(h, it->second)) {
+      contract_violation(&h, *bad);
+      return false;
+    }
+    return true;
+  }
   OpContext ctx{rank_, "", it->second.group, -1, {h.src}};
   auto err = std::make_exception_ptr(Error(
       ErrorKind::kGroupMismatch, ctx,
@@ -523,11 +658,13 @@ void MessageEngine::fail_everything(std::exception_ptr err) {
   for (PostedRecv& r : posted) r.work->finish(err);
   auto inbound = std::move(inbound_);
   inbound_.clear();
+  for (auto& [k, r] : inbound) retire_inbound(k);
   for (auto& [k, r] : inbound) r.work->finish(err);
   std::vector<std::shared_ptr<WorkState>> waiting;
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second.awaiting_cts && it->second.work) {
       waiting.push_back(it->second.work);
+      retire_send(it->first);
       it = sends_.erase(it);
     } else {
       ++it;
@@ -571,10 +708,15 @@ std::size_t MessageEngine::abort_all(std::exception_ptr err) {
   active_.clear();
   for (auto& p : posted_) works.push_back(p.work);
   posted_.clear();
-  for (auto& [key, r] : inbound_) works.push_back(r.work);
+  for (auto& [key, r] : inbound_) {
+    works.push_back(r.work);
+    retire_inbound(key);
+  }
   inbound_.clear();
-  for (auto& [id, ps] : sends_)
+  for (auto& [id, ps] : sends_) {
     if (ps.work) works.push_back(ps.work);
+    if (ps.awaiting_cts) retire_send(id);
+  }
   sends_.clear();
   std::size_t failed = 0;
   for (auto& w : works) {
@@ -606,6 +748,7 @@ void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, st
   for (auto p = inbound_.begin(); p != inbound_.end();) {
     if (p->second.spec.context == context && p->second.spec.seq == seq) {
       failed.push_back(p->second.work);
+      retire_inbound(p->first);
       p = inbound_.erase(p);
     } else {
       ++p;
@@ -614,6 +757,7 @@ void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, st
   for (auto p = sends_.begin(); p != sends_.end();) {
     if (p->second.header.context == context && p->second.header.fp.seq == seq && p->second.awaiting_cts) {
       failed.push_back(p->second.work);
+      retire_send(p->first);
       p = sends_.erase(p);
     } else {
       ++p;
@@ -702,11 +846,24 @@ std::vector<std::string> MessageEngine::describe_waits_if(const std::function<bo
 
 void MessageEngine::abort_p2p(const std::shared_ptr<WorkState>& work, std::exception_ptr err) {
   std::erase_if(posted_, [&](const PostedRecv& r) { return r.work == work; });
-  for (auto it = inbound_.begin(); it != inbound_.end();) it = it->second.work == work ? inbound_.erase(it) : std::next(it);
+  for (auto it = inbound_.begin(); it != inbound_.end();) {
+    if (it->second.work != work) {
+      ++it;
+      continue;
+    }
+    retire_inbound(it->first);
+    it = inbound_.erase(it);
+  }
   // A send whose data is already on the wire is left to finish: the transport
   // may still read its buffer. Only one still waiting for its receiver goes.
-  for (auto it = sends_.begin(); it != sends_.end();)
-    it = it->second.work == work && it->second.awaiting_cts ? sends_.erase(it) : std::next(it);
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second.work != work || !it->second.awaiting_cts) {
+      ++it;
+      continue;
+    }
+    retire_send(it->first);
+    it = sends_.erase(it);
+  }
   work->finish(std::move(err));
 }
 

@@ -25,6 +25,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -92,8 +93,13 @@ class MessageEngine final : public FrameSink {
   // Declares that `context` belongs to a group with this membership digest
   // on this rank. A frame that arrives on a known context with another
   // digest means the ranks created their groups in different orders: every
-  // pending op of this rank then fails with group_mismatch.
-  void register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name);
+  // pending op of this rank then fails with group_mismatch. `members` are
+  // the group's global ranks (sorted) and `collective` says whether the
+  // context carries collectives (their frames name a call) or
+  // point-to-point messages (theirs name none): a frame that disagrees
+  // with either is the transport's (core/frame.h).
+  void register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name,
+                        std::shared_ptr<const std::vector<int>> members, bool collective);
 
   // The collectives this rank is running, for cross-rank diagnosis.
   struct RunningCollective {
@@ -193,6 +199,7 @@ class MessageEngine final : public FrameSink {
     RecvSpec spec;
     std::shared_ptr<WorkState> work;
     std::shared_ptr<const OpInfo> info;
+    FrameHeader rts;  // in inbound_: the RTS it cleared, which the data must echo
   };
   struct StoredFrame {
     FrameHeader header;
@@ -221,7 +228,29 @@ class MessageEngine final : public FrameSink {
   // Returns an error text if `h` cannot be received into `r`, else empty.
   std::string validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const;
   bool check_collective(const FrameHeader& h);
+  // The frame against its context, if known here: a group mismatch (the
+  // program's) fails every op; a frame at odds with its context
+  // (off_context()) is the transport's. False for either.
   bool check_context(const FrameHeader& h);
+  struct KnownContext;
+  // What `h` breaks of core/frame.h that it shows alone (check words,
+  // codes, ranks, sizes), or empty. `payload` is checked against h.bytes
+  // unless null (landing_zone()).
+  std::optional<std::string> malformed(const FrameHeader& h, const std::span<const std::byte>* payload) const;
+  // What an eager frame or RTS breaks of its context `c` (its kind of
+  // traffic, its group's members), or empty: checked with the group digest
+  // as the frame is matched (check_context()). A CTS, NACK or data frame
+  // echoes an RTS that was.
+  std::optional<std::string> off_context(const FrameHeader& h, const KnownContext& c) const;
+  // A CTS, NACK or data frame that answers no rendezvous of this rank: why,
+  // naming the one field that keeps it from the one it otherwise answers.
+  std::string unanswered(const FrameHeader& h) const;
+  // The data frame `h` against the receive `r` that cleared it, or empty.
+  std::optional<std::string> data_mismatch(const FrameHeader& h, const PostedRecv& r) const;
+  // A rendezvous that ended without its answer (aborted, failed, its peer
+  // lost): the answer may still come, and is then dropped, not refused.
+  void retire_send(std::uint64_t id) { retired_sends_.insert(id); }
+  void retire_inbound(const std::pair<int, std::uint64_t>& key) { retired_inbound_.insert(key); }
   void fail_everything(std::exception_ptr err);
   // The transport broke core/transport.h's contract (`what`, about frame
   // `h` when there is one): every operation of this rank fails with a typed
@@ -267,8 +296,12 @@ class MessageEngine final : public FrameSink {
   struct KnownContext {
     std::uint64_t digest;
     std::string group;
+    std::shared_ptr<const std::vector<int>> members;  // sorted; null: not known
+    bool collective = false;
   };
   std::unordered_map<std::uint32_t, KnownContext> contexts_;
+  std::set<std::uint64_t> retired_sends_;                   // rendezvous ids
+  std::set<std::pair<int, std::uint64_t>> retired_inbound_;  // (src, rendezvous id)
   std::set<int> lost_peers_;
   std::map<int, std::string> lost_why_;
   SpawnRegistry spawned_;

@@ -26,6 +26,8 @@ std::string note_resumed_inside_call(const Executor* executor, const std::string
   return report;
 }
 
+bool resumptions_inside_calls_noted() noexcept { return !g_noted.empty(); }
+
 std::vector<std::string> take_resumptions_inside_calls(const Executor* executor) {
   std::vector<std::string> out;
   if (g_noted.empty()) return out;

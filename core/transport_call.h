@@ -43,5 +43,7 @@ class TransportCall {
 std::string note_resumed_inside_call(const Executor* executor, const std::string& awaiting);
 // The resumptions noted against `executor` so far, and forgets them.
 std::vector<std::string> take_resumptions_inside_calls(const Executor* executor);
+// Whether any resumption is noted on this thread (every callback asks).
+bool resumptions_inside_calls_noted() noexcept;
 
 }  // namespace collie

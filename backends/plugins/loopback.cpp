@@ -30,6 +30,8 @@
 //   resuming_in_post_loopback    post_send() resumes a waiting coroutine inside the call
 //   synchronous_loopback         delivers every N-th frame inside post_send()
 //   eager_timer_loopback         schedule_at() resumes the coroutine inside the call
+//   corrupt_<kind>_<field>_loopback  changes one header field of every few frames of one kind in transit
+//   forged_<kind>_<field>_loopback   the same, sealing the header again (only the protocol can tell)
 //   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
 #include <dlfcn.h>
 
@@ -47,6 +49,7 @@
 
 #include "backends/plugin.h"
 #include "core/error.h"
+#include "core/frame_check.h"
 
 #define LOOPBACK_CORRECT 0
 #define LOOPBACK_DROP 1
@@ -67,6 +70,7 @@
 #define LOOPBACK_RESUME_INSIDE_POST 16
 #define LOOPBACK_DELIVER_INSIDE_POST 17
 #define LOOPBACK_TIMER_INSIDE_CALL 18
+#define LOOPBACK_CORRUPT_HEADER 19
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -148,7 +152,53 @@ struct Config {
   std::string description = LOOPBACK_DESCRIPTION;
   int bug = LOOPBACK_BUG;
   std::uint64_t every = LOOPBACK_EVERY;
+  // LOOPBACK_CORRUPT_HEADER: which field of which kind of frame changes
+  // between post_send() and delivery, and whether the header is sealed
+  // again afterwards (a forged header: its check words hold, so only what
+  // the protocol implies can give it away).
+  collie::FrameKind kind = collie::FrameKind::kEager;
+  std::string field;
+  bool reseal = false;
 };
+
+#ifdef LOOPBACK_FAMILY
+// corrupt_<kind>_<field>_loopback and forged_<kind>_<field>_loopback: ONE
+// field of ONE kind of frame, every few frames of that kind.
+bool parse_header_variant(const std::string& stem, Config& out) {
+  const std::string suffix = "_loopback";
+  std::string rest;
+  for (const char* prefix : {"corrupt_", "forged_"}) {
+    const std::string p = prefix;
+    if (stem.rfind(p, 0) == 0 && stem.size() > p.size() + suffix.size() &&
+        stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      rest = stem.substr(p.size(), stem.size() - p.size() - suffix.size());
+      out.reseal = p == "forged_";
+    }
+  }
+  const auto cut = rest.find('_');
+  if (cut == std::string::npos) return false;
+  const std::string kind = rest.substr(0, cut), field = rest.substr(cut + 1);
+  static const std::pair<const char*, collie::FrameKind> kinds[] = {
+      {"eager", collie::FrameKind::kEager}, {"rts", collie::FrameKind::kRts}, {"cts", collie::FrameKind::kCts},
+      {"nack", collie::FrameKind::kNack}, {"data", collie::FrameKind::kData}};
+  static const char* fields[] = {"src",           "dst",   "context", "group_digest", "tag",   "channel_seq",
+                                 "rendezvous_id", "dtype", "count",   "bytes",        "fingerprint"};
+  bool known_kind = false, known_field = false;
+  for (const auto& [name, k] : kinds)
+    if (kind == name) known_kind = true, out.kind = k;
+  for (const char* f : fields) known_field = known_field || field == f;
+  if (!known_kind || !known_field) return false;
+  out.name = stem;
+  out.bug = LOOPBACK_CORRUPT_HEADER;
+  out.field = field;
+  // Eager frames are many; the rendezvous's few; NACKs come one per refusal.
+  out.every = out.kind == collie::FrameKind::kEager ? 50 : out.kind == collie::FrameKind::kNack ? 1 : 7;
+  out.description = std::string("broken on purpose: ") + (out.reseal ? "forges" : "changes") + " the " + field +
+                    " of every " + std::to_string(out.every) + "th " + kind + " frame" +
+                    (out.reseal ? ", sealing the header again" : " in transit");
+  return true;
+}
+#endif
 
 const Config& config() {
   static const Config c = [] {
@@ -163,6 +213,7 @@ const Config& config() {
       out.every = v.every;
       return out;
     }
+    if (parse_header_variant(stem, out)) return out;
     // A copy under a name the family does not know is refused by name
     // (create() fails), never silently correct.
     out.name = stem;
@@ -248,6 +299,7 @@ class Loopback final : public collie::InProcessBackend {
   // then jumps to them.
   void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
   std::uint64_t next_frame() { return ++frames_; }
+  std::uint64_t next_of_kind(int kind) { return ++of_kind_[static_cast<std::size_t>(kind)]; }
   // Resumes the first coroutine waiting in the queue, at once.
   void resume_one_now() {
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {
@@ -314,6 +366,7 @@ class Loopback final : public collie::InProcessBackend {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::deque<Item> queue_;
   std::uint64_t events_ = 0, frames_ = 0;
+  std::uint64_t of_kind_[5] = {};  // frames posted, per FrameKind
   std::multimap<Nanos, std::pair<int, void*>> timers_;
   std::vector<bool> dead_;  // crashed ranks
   Nanos jump_ = 0;
@@ -339,10 +392,36 @@ bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos>
   return world_.run_until(done, deadline);
 }
 
-void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+// Changes config().field of `h` (LOOPBACK_CORRUPT_HEADER): the header as
+// delivered, not as routed.
+void corrupt(FrameHeader& h, int world) {
+  const std::string& f = config().field;
+  if (f == "src") h.src = (h.src + 1) % world;
+  else if (f == "dst") h.dst = (h.dst + 1) % world;
+  else if (f == "context") h.context ^= 2;
+  else if (f == "group_digest") h.group_digest ^= 1;
+  else if (f == "tag") h.tag ^= 1;
+  else if (f == "channel_seq") h.channel_seq ^= 1;
+  else if (f == "rendezvous_id") h.rendezvous_id ^= 1;
+  else if (f == "dtype") h.dtype = static_cast<collie::DType>((static_cast<int>(h.dtype) + 1) % collie::kNumDTypes);
+  else if (f == "count") h.count ^= 1;
+  else if (f == "bytes") h.bytes ^= 1;
+  else if (f == "fingerprint") h.fp.seq ^= 1;
+  if (config().reseal) collie::seal(h);
+}
+
+void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> payload, void* cookie) {
   using Item = Loopback::Item;
   const std::uint64_t n = world_.next_frame();
   const bool nth = n % every() == 0;
+  FrameHeader h = header;
+  if (bug() == LOOPBACK_CORRUPT_HEADER && h.kind == config().kind &&
+      world_.next_of_kind(static_cast<int>(h.kind)) % every() == 0) {
+    corrupt(h, world_.size());
+    world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
+    if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
+    return;
+  }
   switch (bug()) {
     case LOOPBACK_DROP:
     case LOOPBACK_HANG:

@@ -1,0 +1,163 @@
+// What the rendezvous protocol implies of its answers (core/frame.h): a CTS
+// or NACK echoes the RTS it answers, and so does the data frame that
+// follows. A forged answer -- one field changed and the header sealed
+// again, so that its check words hold -- is refused naming the field and
+// both values, whichever field and whatever value. A CTS or data frame
+// whose tag, count, dtype or bytes disagreed with the RTS used to pass.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/frame_check.h"
+#include "core/message_engine.h"
+
+namespace collie {
+namespace {
+
+// A transport that only records what the core sends.
+class Recorder final : public Transport {
+ public:
+  explicit Recorder(int rank) : rank_(rank) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return 3; }
+  void attach(FrameSink*) override {}
+  void post_send(const FrameHeader& h, std::span<const std::byte>, void*) override { sent.push_back(h); }
+  void schedule(std::coroutine_handle<>) override {}
+  void schedule_after_compute(std::uint64_t, std::coroutine_handle<>) override {}
+  void schedule_at(Nanos, std::coroutine_handle<>) override {}
+  bool run_until(const std::function<bool()>&, std::optional<Nanos>) override { return true; }
+  Nanos now() const override { return 0; }
+  std::deque<FrameHeader> sent;
+
+ private:
+  int rank_;
+};
+
+struct Forgery {
+  std::string names;  // what the refusal must say
+};
+
+// Changes one field of `h` that an answer echoes (or its src) to another
+// valid value, as a forging transport would, and says how the refusal
+// names it.
+Forgery forge(FrameHeader& h) {
+  const int field = *rc::gen::inRange(0, 13);
+  auto other = [](auto v) {
+    using T = decltype(v);
+    return *rc::gen::suchThat(rc::gen::arbitrary<T>(), [v](T x) { return x != v; });
+  };
+  auto other_code = [](int v, int n) { return (v + *rc::gen::inRange(1, n)) % n; };
+  switch (field) {
+    case 0: h.context = other(h.context); return {"context is"};
+    case 1: h.group_digest = other(h.group_digest); return {"group_digest is"};
+    case 2: h.channel_seq = other(h.channel_seq); return {"channel_seq is"};
+    case 3: h.rendezvous_id = other(h.rendezvous_id); return {"rendezvous_id is"};
+    case 4: h.dtype = static_cast<DType>(other_code(static_cast<int>(h.dtype), kNumDTypes)); return {"dtype is"};
+    case 5: h.count = other(h.count); return {"count is"};
+    case 6: h.fp.op = static_cast<CollectiveKind>(other_code(static_cast<int>(h.fp.op), kNumCollectiveKinds));
+      return {"fingerprint.op is"};
+    case 7: h.fp.reduce_op = static_cast<ReduceOp>(other_code(static_cast<int>(h.fp.reduce_op), kNumReduceOps));
+      return {"fingerprint.reduce_op is"};
+    case 8: h.fp.algorithm = other(h.fp.algorithm); return {"fingerprint.algorithm is"};
+    case 9: h.fp.root = other(h.fp.root); return {"fingerprint.root is"};
+    case 10: h.fp.seq = other(h.fp.seq); return {"fingerprint.seq is"};
+    case 11: h.fp.count = other(h.fp.count); return {"fingerprint.count is"};
+    default: h.src = 2; return {"src is rank 2"};  // a rank of the world other than the RTS's peer
+  }
+}
+
+std::string error_of(const std::shared_ptr<WorkState>& w) {
+  if (!w->completed || !w->error) return "(no error)";
+  try {
+    std::rethrow_exception(w->error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+constexpr std::size_t kEager = 16;  // bytes; larger sends take the rendezvous
+std::vector<float> buffer(40);
+
+RC_GTEST_PROP(FrameProtocol, AForgedClearToSendIsRefusedNamingTheField, ()) {
+  Recorder t(0);
+  MessageEngine sender(t, kEager);
+  SendSpec s;
+  s.dst = 1;
+  s.tag = *rc::gen::inRange(0, 100);
+  s.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
+  const auto w = sender.send(s, nullptr);
+  RC_ASSERT(t.sent.size() == 1u);
+  const FrameHeader rts = t.sent.front();
+  RC_ASSERT(rts.kind == FrameKind::kRts);
+  FrameHeader cts = rts;
+  cts.kind = FrameKind::kCts;
+  cts.src = 1;
+  cts.dst = 0;
+  const Forgery f = forge(cts);
+  seal(cts);
+  sender.on_frame(cts, {});
+  const std::string e = error_of(w);
+  RC_ASSERT(e.find("the transport broke its contract") != std::string::npos);
+  RC_ASSERT(e.find(f.names) != std::string::npos);
+  RC_ASSERT(t.sent.size() == 1u);  // no data left for a forged answer
+}
+
+RC_GTEST_PROP(FrameProtocol, AForgedDataFrameIsRefusedNamingTheField, ()) {
+  Recorder t(1);
+  MessageEngine receiver(t, kEager);
+  RecvSpec r;
+  r.src = 0;
+  r.tag = 3;
+  r.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
+  const auto w = receiver.recv(r, nullptr);
+  FrameHeader rts;
+  rts.kind = FrameKind::kRts;
+  rts.src = 0;
+  rts.dst = 1;
+  rts.tag = 3;
+  rts.rendezvous_id = *rc::gen::inRange<std::uint64_t>(1, 1000);
+  rts.dtype = DType::kFloat32;
+  rts.count = buffer.size();
+  seal(rts);
+  receiver.on_frame(rts, {});
+  RC_ASSERT(t.sent.size() == 1u);
+  RC_ASSERT(t.sent.front().kind == FrameKind::kCts);
+  RC_ASSERT(!echo_mismatch(t.sent.front(), rts));  // the CTS echoes the RTS
+  FrameHeader data = rts;
+  data.kind = FrameKind::kData;
+  data.bytes = buffer.size() * sizeof(float);
+  const Forgery f = forge(data);
+  seal(data);
+  std::vector<std::byte> payload(data.bytes);
+  RC_ASSERT(receiver.landing_zone(data).dst.empty());  // never lands
+  receiver.on_frame(data, payload);
+  const std::string e = error_of(w);
+  RC_ASSERT(e.find("the transport broke its contract") != std::string::npos);
+  RC_ASSERT(e.find(f.names) != std::string::npos);
+}
+
+TEST(FrameProtocol, ASecondClearToSendForOneRendezvousIsRefused) {
+  Recorder t(0);
+  MessageEngine sender(t, kEager);
+  SendSpec s;
+  s.dst = 1;
+  s.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
+  const auto w = sender.send(s, nullptr);
+  FrameHeader cts = t.sent.front();
+  cts.kind = FrameKind::kCts;
+  cts.src = 1;
+  cts.dst = 0;
+  seal(cts);
+  sender.on_frame(cts, {});
+  ASSERT_EQ(t.sent.size(), 2u);  // the data
+  sender.on_frame(cts, {});     // once more: it used to be ignored
+  EXPECT_NE(error_of(w).find("which no send of this rank to rank 1 awaits"), std::string::npos) << error_of(w);
+}
+
+}  // namespace
+}  // namespace collie
