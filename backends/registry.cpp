@@ -5,77 +5,23 @@
 #include "backends/registry.h"
 
 #include "backends/in_process_job.h"
-#include "backends/mpi/mpi_backend.h"
 #include "backends/plugin.h"
-#include "backends/tcp/tcp_world.h"
-#include "backends/torch/torch_backend.h"
 #include "core/error.h"
-#include "sim/sim_world.h"
-#include "sim/simulation_options.h"
-#include "sim/simulator.h"
 
 namespace collie {
 
 namespace {
 
-class SimBackend final : public InProcessBackend {
- public:
-  explicit SimBackend(const BackendOptions& o)
-      : sim_(o.world_size, o.seed, o.simulation ? o.simulation->network : sim::NetworkModel{},
-             o.simulation ? o.simulation->faults : sim::FaultPlan{}) {
-    if (o.trace) sim_.enable_trace();
-    if (o.simulation && o.simulation->explorer) sim_.set_explorer(o.simulation->explorer);
-    sim_.set_timing_only(o.timing_only);
-  }
-  Transport& transport(int rank) override { return sim_.transport(rank); }
-  std::uint64_t trace_hash() const override { return sim_.trace_hash(); }
-  std::uint64_t events() const override { return sim_.events_processed(); }
-  OpObserver* observer() override { return &sim_; }
-  std::vector<InjectedFault> injected_faults() const override { return sim::injected_faults(sim_); }
-  bool crashed(int rank) const override { return sim_.crashed(rank); }
-  bool write_trace(std::ostream& out, Nanos end) const override {
-    if (!sim_.trace()) return false;
-    sim_.trace()->write_chrome_json(out, end);
-    return true;
-  }
-
- private:
-  sim::Simulator sim_;
-};
-
 [[noreturn]] void usage(const std::string& msg) { throw Error(ErrorKind::kUsage, OpContext{}, msg); }
 
 }  // namespace
-
-BackendRegistry& BackendRegistry::builtin() {
-  static BackendRegistry* r = [] {
-    auto* reg = new BackendRegistry();
-    BackendInfo sim;
-    sim.name = "sim";
-    sim.description = "deterministic simulated network: virtual time, alpha-beta-gamma costs, one seed";
-    sim.selection = "--backend sim (the default); the scenario's network: section sets the cost model";
-    sim.simulated = true;
-    sim.timing_only = true;
-    sim.simulated_faults = true;
-    sim.create = [](const BackendOptions& o) { return std::make_unique<SimBackend>(o); };
-    reg->add(std::move(sim));
-    tcp::register_tcp_backend(*reg);
-    torch::register_torch_backends(*reg);
-    mpi::register_mpi_backend(*reg);
-    return reg;
-  }();
-  return *r;
-}
 
 void BackendRegistry::add(BackendInfo info) {
   if (find(info.name)) usage("a backend named '" + info.name + "' is already registered");
   backends_.push_back(std::make_unique<BackendInfo>(std::move(info)));
 }
 
-void BackendRegistry::add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
-                                 std::string description, std::string selection) {
-  families_.push_back(Family{std::move(prefix), std::move(make), std::move(description), std::move(selection)});
-}
+void BackendRegistry::add(BackendFamily family) { families_.push_back(std::move(family)); }
 
 const BackendInfo* BackendRegistry::find(std::string_view name) const {
   for (const auto& b : backends_)

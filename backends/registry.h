@@ -14,61 +14,27 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/backend.h"
+#include "backends/backend_info.h"
 #include "backends/job.h"
 
 namespace collie {
 
-struct BackendInfo {
-  std::string name;         // what --backend takes
-  std::string description;  // one line
-  std::string selection;    // how a user selects it
-  bool simulated = false;   // virtual time and trace hashes are meaningful
-  bool timing_only = false; // honours timing_only (payloads not materialised)
-  // The ops are collie's core over a transport: collie's stricter semantics
-  // are promised (an unspecified-in-torch difference is a failure, not a
-  // note) and deadlocks are diagnosed. False for libraries that implement
-  // the ops themselves.
-  bool collie_core = true;
-  // Injects the simulator's faults (drop, delay, partition, crash at a
-  // time or step, ...).
-  bool simulated_faults = false;
-  // Empty when ops fail with a timeout error once their timeout (the
-  // group's or the call's) has passed; else why the implementation has no
-  // timeouts ("MPI operations block until they complete"). A scenario that
-  // sets timeouts is skipped on such a backend with this reason.
-  std::string no_timeouts;
-  // Null when the backend can run on this machine; else why not
-  // ("mpirun was not found in PATH").
-  std::function<std::optional<std::string>()> unavailable;
-  // In-process: transports for N ranks.
-  std::function<std::unique_ptr<InProcessBackend>(const BackendOptions&)> create;
-  // Processes: starts a job of options.world_size rank processes; throws
-  // Error(kUsage) with a one-line reason when the job cannot start (a
-  // missing program, a launcher that refuses). Supports ProcessFaults.
-  std::function<std::unique_ptr<Job>(const JobOptions&)> start;
-};
-
 class BackendRegistry {
  public:
-  // The backends compiled into this binary ("sim" first).
+  // The backends compiled into this binary ("sim" first), as
+  // backends/builtin_backends.cpp lists them.
   static BackendRegistry& builtin();
 
   void add(BackendInfo info);
-  // A family of backends named "PREFIX:anything" (torch:gloo, torch:mine):
-  // find() makes the entry for a name on first use.
-  void add_family(std::string prefix, std::function<BackendInfo(const std::string& name)> make,
-                  std::string description, std::string selection);
+  // A family of backends named "PREFIX:anything": find() makes the entry for
+  // a name on first use.
+  void add(BackendFamily family);
   const BackendInfo* find(std::string_view name) const;
   // find(), or Error(kUsage) naming the backends there are.
   const BackendInfo& require(std::string_view name) const;
   std::vector<const BackendInfo*> list() const;
   std::vector<std::string> names() const;  // families as "PREFIX:NAME"
-  struct Family {
-    std::string prefix;
-    std::function<BackendInfo(const std::string& name)> make;
-    std::string description, selection;
-  };
+  using Family = BackendFamily;
   const std::vector<Family>& families() const { return families_; }
 
   // Loads a backend plugin (a shared library exporting collie_backend_plugin)

@@ -1,6 +1,9 @@
 #include "check/op_checks.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
 
 #include "check/compare.h"
 #include "check/reference.h"
@@ -76,6 +79,89 @@ bool inputs_complete(const CollectiveRecord& r) {
   return true;
 }
 
+// Element-wise sum of |x| over `in` (float64): how large the operands of
+// each element of a reduction were, bounding its rounding under
+// cancellation.
+Tensor magnitude_sum(const std::vector<const Tensor*>& in) {
+  Tensor m(DType::kFloat64, {static_cast<std::int64_t>(in.empty() ? 0 : in[0]->count())});
+  for (std::size_t i = 0; i < m.count(); ++i) {
+    double sum = 0;
+    for (const Tensor* t : in) sum += std::fabs(t->get(i));
+    m.set(i, sum);
+  }
+  return m;
+}
+
+// Element i of t as a tensor of one element.
+Tensor element(const Tensor& t, std::size_t i) {
+  Tensor one(t.dtype(), {1});
+  const std::size_t es = dtype_size(t.dtype());
+  std::memcpy(one.data(), static_cast<const std::byte*>(t.data()) + i * es, es);
+  return one;
+}
+
+// Special-value inputs: the first difference torch's semantics forbid
+// (empty if none), with `note` the first it leaves open -- a NaN's sign or
+// payload, a zero's sign, and whether MIN/MAX propagate NaN (collie's core
+// does, as torch.minimum does; NCCL's and Gloo's need not).
+std::string special_difference(const Tensor& got, const Tensor& want, bool min_max, std::string& note) {
+  const std::string loose = compare_tensors(got, want, CompareRule{.want_is = "the oracle says"});
+  if (!min_max || got.count() != want.count() || got.dtype() != want.dtype()) {
+    if (loose.empty())
+      note = compare_tensors(got, want, CompareRule{.bitwise = true, .want_is = "the oracle says"}) +
+             " (only a NaN's sign or payload or a zero's sign differs: torch does not specify them; collie's core "
+             "gives the canonical NaN and orders -0.0 below +0.0)";
+    return loose;
+  }
+  for (std::size_t i = 0; i < got.count(); ++i) {
+    const double g = got.get(i), w = want.get(i);
+    if (g == w || (std::isnan(g) && std::isnan(w))) {
+      if (note.empty()) {
+        const std::string bits =
+            compare_tensors(element(got, i), element(want, i), CompareRule{.bitwise = true, .want_is = "the oracle says"});
+        if (!bits.empty())
+          note = "element " + std::to_string(i) + bits.substr(bits.find(" is ")) +
+                 " (a zero's sign or a NaN's bits: torch does not specify them; collie's core orders -0.0 below "
+                 "+0.0 and gives the canonical NaN)";
+      }
+      continue;
+    }
+    if (std::isnan(w)) {
+      if (note.empty())
+        note = "element " + std::to_string(i) + " is " + format_item(got, i) +
+               ", the oracle says nan (MIN/MAX does not propagate NaN here: torch does not specify it; collie's core "
+               "does, as torch.minimum and torch.maximum do)";
+      continue;
+    }
+    return "element " + std::to_string(i) + " is " + format_item(got, i) + ", the oracle says " + format_item(want, i);
+  }
+  return {};
+}
+
+// How one output tensor differs from the oracle's, judged as the record
+// asks: a violation (returned) or a difference torch leaves open (`note`).
+std::string judge(const CollectiveRecord& r, const Tensor& got, const Tensor& want, const CompareRule& rule,
+                  const std::vector<const Tensor*>& operands, std::string& note) {
+  const CompareRule exact{.bitwise = true, .want_is = "the oracle says"};
+  // Special values are compared bit for bit first: a NaN's or a zero's bits
+  // that differ are a note even where the values are equal.
+  std::string d = compare_tensors(got, want, r.judging.exact || r.judging.special_values ? exact : rule);
+  if (d.empty()) return d;
+  if (r.judging.special_values) {
+    const bool min_max = rule.reduced && (rule.op == ReduceOp::kMin || rule.op == ReduceOp::kMax);
+    return special_difference(got, want, min_max, note);
+  }
+  const bool sums = rule.op == ReduceOp::kSum || rule.op == ReduceOp::kAvg;
+  if (!r.judging.exact && rule.reduced && sums && is_floating(got.dtype()) && !operands.empty()) {
+    // Under cancellation a sum rounds relative to its operands, not to its result.
+    const Tensor magnitudes = magnitude_sum(operands);
+    CompareRule scaled = rule;
+    scaled.magnitudes = &magnitudes;
+    d = compare_tensors(got, want, scaled);
+  }
+  return d;
+}
+
 }  // namespace
 
 int check_collectives(const OpRecords& records, std::vector<Finding>& findings) {
@@ -86,7 +172,9 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings) 
     // anything else is already visible as an error, a hang or a deadlock.
     bool complete = r.issued.size() == r.members.size();
     for (int m : r.members) complete = complete && r.outputs.count(m);
-    if (!complete || r.kind == CollectiveKind::kBarrier || !inputs_complete(r)) continue;
+    if (!complete || r.kind == CollectiveKind::kBarrier || r.kind == CollectiveKind::kMonitoredBarrier ||
+        !inputs_complete(r))
+      continue;
     ++checks;
     const bool reduced = r.kind == CollectiveKind::kReduce || r.kind == CollectiveKind::kAllReduce ||
                          r.kind == CollectiveKind::kReduceScatter;
@@ -96,6 +184,23 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings) 
     const std::map<int, std::vector<const Tensor*>> want = expected(r, results);
     const std::string call =
         (r.where.empty() ? "" : r.where + ": ") + collective_name(r.kind) + " #" + std::to_string(seq) + " on " + group;
+    // The operands behind each output of a reduction, for its rounding.
+    auto operands_of = [&](int member, std::size_t k) {
+      std::vector<const Tensor*> ops;
+      if (!reduced) return ops;
+      const auto gr = static_cast<std::size_t>(std::lower_bound(r.members.begin(), r.members.end(), member) -
+                                                r.members.begin());
+      const std::size_t block = r.kind == CollectiveKind::kReduceScatter ? gr : k;
+      for (int m : r.members) ops.push_back(&r.inputs.at(m).at(block));
+      return ops;
+    };
+    // all_reduce in a forced butterfly order: that order's bits.
+    std::optional<Tensor> butterfly;
+    if (r.kind == CollectiveKind::kAllReduce && !r.judging.butterfly.empty()) {
+      std::vector<const Tensor*> in;
+      for (int m : r.members) in.push_back(&r.inputs.at(m).at(0));
+      butterfly = reference::pairwise_reduction(in, r.op, r.judging.butterfly);
+    }
     for (int m : r.members) {
       const auto& got = r.outputs.at(m);
       const auto it = want.find(m);
@@ -104,16 +209,32 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings) 
       // What reduce leaves on the other ranks is collie's choice, not torch's.
       const bool unspecified = r.kind == CollectiveKind::kReduce && m != r.root;
       const Finding::Kind kind = unspecified ? Finding::Kind::kUnspecified : Finding::Kind::kViolation;
+      const std::string who = call + ": rank " + std::to_string(m);
       if (got.size() != exp.size()) {
-        findings.push_back({kind, call + ": rank " + std::to_string(m) + " has " + std::to_string(got.size()) +
-                                      " output tensors, the oracle " + std::to_string(exp.size())});
+        findings.push_back({kind, who + " has " + std::to_string(got.size()) + " output tensors, the oracle " +
+                                      std::to_string(exp.size())});
         continue;
       }
       for (std::size_t k = 0; k < got.size(); ++k) {
-        const std::string d = compare_tensors(got[k], *exp[k], unspecified ? CompareRule{.want_is = "the oracle says"} : rule);
+        const std::string at = who + (got.size() > 1 ? " entry " + std::to_string(k) : "") + " ";
+        if (butterfly) {
+          const std::string bits = compare_tensors(got[k], *butterfly, CompareRule{.bitwise = true,
+                                                                                   .want_is = "the butterfly gives"});
+          if (bits.empty()) continue;
+          if (compare_tensors(got[k], *butterfly, rule).empty()) {
+            findings.push_back({Finding::Kind::kUnspecified,
+                                at + bits + " (the forced algorithm combines in one butterfly order; another order "
+                                            "rounds otherwise, which torch allows)"});
+            break;
+          }
+        }
+        std::string note;
+        const std::string d =
+            judge(r, got[k], *exp[k], unspecified ? CompareRule{.want_is = "the oracle says"} : rule,
+                  operands_of(m, k), note);
+        if (!note.empty()) findings.push_back({Finding::Kind::kUnspecified, at + note});
         if (d.empty()) continue;
-        std::string text = call + ": rank " + std::to_string(m) + (got.size() > 1 ? " entry " + std::to_string(k) : "") +
-                           " " + d;
+        std::string text = at + d;
         if (unspecified)
           text += " (a non-destination rank of reduce: torch leaves its tensor unspecified; collie's core leaves it "
                   "unchanged)";
@@ -134,6 +255,11 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings) 
     }
   }
   return checks;
+}
+
+int check_buffers(const OpRecords& records, std::vector<Finding>& findings) {
+  for (const std::string& f : records.buffer_findings) findings.push_back({Finding::Kind::kViolation, f});
+  return static_cast<int>(records.buffer_findings.size());
 }
 
 int check_p2p(const OpRecords& records, std::vector<Finding>& findings) {

@@ -31,4 +31,8 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings);
 // receives were compared.
 int check_p2p(const OpRecords& records, std::vector<Finding>& findings);
 
+// The buffers ops changed that they must not (OpRecords::buffer_findings),
+// as violations. Returns how many it found.
+int check_buffers(const OpRecords& records, std::vector<Finding>& findings);
+
 }  // namespace collie::check

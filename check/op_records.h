@@ -37,6 +37,23 @@ struct CollectiveRecord {
   std::map<int, std::vector<Tensor>> inputs;
   std::map<int, std::vector<Tensor>> outputs;
   std::set<int> issued;       // ranks that called it
+
+  // How whoever made the inputs wants the values judged; the defaults suit
+  // any inputs.
+  struct Judging {
+    // The inputs make every result exact in any order of combination
+    // (nccl-tests' choice): results must be the oracle's bits.
+    bool exact = false;
+    // Floating inputs hold NaNs, infinities and signed zeros: a NaN's sign
+    // or payload, a zero's sign, and whether MIN/MAX propagate NaN are
+    // differences torch leaves open (unspecified findings), not violations.
+    bool special_values = false;
+    // all_reduce on collie's core with an algorithm that combines in one
+    // known butterfly order: the distances it pairs group ranks at, first
+    // to last. The result must be that order's bits; another order's
+    // rounding is an unspecified finding. Empty: any order.
+    std::vector<std::size_t> butterfly;
+  } judging;
 };
 
 struct RecvRecord {
@@ -56,6 +73,10 @@ struct OpRecords {
   // By (src, dst, group, tag): what src sent, in send order.
   std::map<std::tuple<int, int, std::string, int>, std::vector<Tensor>> sends;
   std::vector<RecvRecord> recvs;
+  // Buffers an op changed that it must not: an operand it only reads, a
+  // send's buffer, any buffer of a rank outside the op's group. One line
+  // each, found while recording (check/call_recorder.h).
+  std::vector<std::string> buffer_findings;
 };
 
 }  // namespace collie::check

@@ -8,7 +8,8 @@ find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
 file(GLOB fuzz_sources
   ${PROJECT_SOURCE_DIR}/core/*.cpp ${PROJECT_SOURCE_DIR}/core/algorithms/*.cpp
-  ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
+  ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/sim/*.cpp
+  ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/*.cpp ${PROJECT_SOURCE_DIR}/backends/torch/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp
   ${PROJECT_SOURCE_DIR}/check/*.cpp

@@ -187,6 +187,33 @@ TEST(CollectiveLarge, MebibytesPerRankMatchTheOracle) {
   }
 }
 
+// ---- the ops added through the table ---------------------------------------
+
+RunOnEveryRank on_sim(sim::SimWorld& w) {
+  return [&w](const DistProgram& program) { return w.run([&program](Communicator& c) { return program(c); }); };
+}
+
+// Every rank's traffic in one batch_isend_irecv on a shuffled group of
+// every rank: every message arrives, in order per (src, dst, tag).
+RC_GTEST_PROP(BatchIsendIrecvProperty, EveryMessageOfEveryBatchArrivesInOrder, ()) {
+  const int world = *rc::gen::inRange(2, 9);
+  sim::SimWorld w(world, gen_sim_options());
+  sim::Prng prng(*rc::gen::arbitrary<std::uint64_t>());
+  const CaseOutcome o = run_batch_traffic(on_sim(w), world, prng, *rc::gen::inRange(1, 12));
+  RC_ASSERT(o.failure.empty());
+  RC_ASSERT(o.skipped.empty());
+}
+
+// A monitored_barrier with random members away names exactly the first
+// missing one (or every one), on any group.
+RC_GTEST_PROP(MonitoredBarrierProperty, TheFirstMemberNamesTheMissingRanks, ()) {
+  const int world = *rc::gen::inRange(1, 9);
+  sim::SimWorld w(world, gen_sim_options());
+  sim::Prng prng(*rc::gen::arbitrary<std::uint64_t>());
+  const CaseOutcome o = run_monitored_barrier(on_sim(w), world, prng, 300'000'000, true);
+  RC_ASSERT(o.failure.empty());
+}
+
 // ---- determinism ----------------------------------------------------------
 
 struct Outcome {

@@ -209,27 +209,59 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     };
     return p;
   };
-  auto p2p_case = [&](int i) {
-    sim::Prng prng = case_prng(kNumCollectiveKinds, i);
+  // Random point-to-point traffic, op by op (p2p) or in one batch per rank
+  // on a shuffled group (batch_isend_irecv). The salts keep each feature's
+  // seeds as they were (p2p's was the number of collective kinds, 10).
+  auto traffic_case = [&](const std::string& feature, int salt, int i) {
+    sim::Prng prng = case_prng(salt, i);
     const bool deep = i >= kShallowCases;
     const int world = deep ? 2 + static_cast<int>(prng.below(31)) : 2 + static_cast<int>(prng.below(7));
     const std::uint64_t seed = prng.next();
+    const bool batch = feature == "batch_isend_irecv";
     Pending p;
-    p.feature = "p2p";
+    p.feature = feature;
     p.name = "random_traffic_" + std::to_string(i);
     p.kind = "property";
     p.world = world;
     p.replay = replay_of(p.feature, p.name, i);
-    p.run = [world, seed, on_job, property] {
+    p.run = [world, seed, batch, on_job, property] {
       sim::Prng traffic(seed);
-      return property(run_p2p_traffic(on_job(world, seed), world, traffic, 12, ""),
-                      "random traffic, world " + std::to_string(world) + ", seed " + std::to_string(seed));
+      const std::string what = std::string(batch ? "batch " : "random ") + "traffic, world " +
+                               std::to_string(world) + ", seed " + std::to_string(seed);
+      return property(batch ? run_batch_traffic(on_job(world, seed), world, traffic, 6, "")
+                            : run_p2p_traffic(on_job(world, seed), world, traffic, 12, ""),
+                      what);
+    };
+    return p;
+  };
+  auto p2p_case = [&](int i) { return traffic_case("p2p", 10, i); };
+  auto batch_case = [&](int i) { return traffic_case("batch_isend_irecv", 11, i); };
+  // monitored_barrier: random groups, members away at random. A case with
+  // someone away waits out its timeout (wall time on real backends), so
+  // there are a few.
+  auto monitored_case = [&](int i) {
+    constexpr int kMonitoredSalt = 12;
+    sim::Prng prng = case_prng(kMonitoredSalt, i);
+    const int world = 2 + static_cast<int>(prng.below(6));
+    const std::uint64_t seed = prng.next();
+    Pending p;
+    p.feature = "monitored_barrier";
+    p.name = "random_" + std::to_string(i);
+    p.kind = "property";
+    p.world = world;
+    p.replay = replay_of(p.feature, p.name, i);
+    p.run = [world, seed, strict, on_job, property] {
+      sim::Prng draw(seed);
+      return property(run_monitored_barrier(on_job(world, seed), world, draw, 200'000'000, strict, ""),
+                      "world " + std::to_string(world) + ", seed " + std::to_string(seed));
     };
     return p;
   };
   for (CollectiveKind k : kinds)
     for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(collective_case(k, i));
   for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(p2p_case(i));
+  for (int i = 0; i < o.cases_per_feature; ++i) pending.push_back(batch_case(i));
+  for (int i = 0; i < std::min(o.cases_per_feature, 4); ++i) pending.push_back(monitored_case(i));
   // A case fixed by the suite (not drawn from the seed): its replay needs
   // only its name.
   auto fixed_case = [&](const std::string& feature, const std::string& name, const CollectiveCase& c, int world) {
@@ -436,13 +468,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     }
   }
   // --budget: deeper generated cases, round after round, until the time
-  // given is spent (a round is one case per collective and p2p).
+  // given is spent (a round is one case per collective, p2p and batch).
   for (int i = o.cases_per_feature; o.budget_seconds > 0; ++i) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
     if (spent >= o.budget_seconds) break;
     std::vector<Pending> round;
     for (CollectiveKind k : kinds) round.push_back(collective_case(k, i));
     round.push_back(p2p_case(i));
+    round.push_back(batch_case(i));
     for (Pending& p : round) {
       if (!selected(p)) continue;
       if (o.progress) o.progress(index, index + 1, p.feature + "/" + p.name);

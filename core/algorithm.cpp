@@ -21,9 +21,11 @@ std::string_view algorithm_name(Algorithm a) {
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Algorithm::kPairwise); ++i) {
+  // Every code: algorithm_name() names each value (its switch has no
+  // default), so a new value parses without touching this loop.
+  for (int i = 0; i < 256; ++i) {
     auto a = static_cast<Algorithm>(i);
-    if (algorithm_name(a) == name) return a;
+    if (const std::string_view n = algorithm_name(a); n != "?" && n == name) return a;
   }
   return std::nullopt;
 }
@@ -41,6 +43,8 @@ std::vector<Algorithm> algorithms_for(CollectiveKind op) {
       return {Algorithm::kRing, Algorithm::kBruck};
     case CollectiveKind::kBarrier:
       return {Algorithm::kDissemination};
+    case CollectiveKind::kMonitoredBarrier:
+      return {Algorithm::kLinear};
     case CollectiveKind::kReduceScatter:
       return {Algorithm::kRing, Algorithm::kPairwise};
     case CollectiveKind::kAllToAll:
@@ -73,6 +77,8 @@ Algorithm select_algorithm(CollectiveKind op, std::size_t bytes, int n, const Al
       return bytes >= sel.allgather_ring_block_bytes ? Algorithm::kRing : Algorithm::kBruck;
     case CollectiveKind::kBarrier:
       return Algorithm::kDissemination;
+    case CollectiveKind::kMonitoredBarrier:
+      return Algorithm::kLinear;
     case CollectiveKind::kReduceScatter:
       return bytes >= sel.reduce_scatter_ring_block_bytes ? Algorithm::kRing : Algorithm::kPairwise;
     case CollectiveKind::kAllToAll:
@@ -86,7 +92,7 @@ Algorithm select_algorithm(CollectiveKind op, std::size_t bytes, int n, const Al
 std::string describe_call(const Fingerprint& fp) {
   std::ostringstream os;
   os << collective_name(fp.op) << "(";
-  if (fp.op != CollectiveKind::kBarrier) {
+  if (fp.op != CollectiveKind::kBarrier && fp.op != CollectiveKind::kMonitoredBarrier) {
     os << dtype_name(fp.dtype);
     if (fp.op != CollectiveKind::kAllToAll) os << " x " << fp.count;
     if (fp.op == CollectiveKind::kReduce || fp.op == CollectiveKind::kAllReduce ||

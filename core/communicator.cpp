@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <sstream>
 
 #include "core/algorithms/algorithms.h"
@@ -18,14 +16,6 @@ std::string describe_tensor(const TensorView& t) {
   return std::string(dtype_name(t.dtype)) + " x " + std::to_string(t.count);
 }
 
-std::string group_name(int id, const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "group " << id << " {";
-  for (std::size_t i = 0; i < ranks.size(); ++i) os << (i ? "," : "") << ranks[i];
-  os << "}";
-  return os.str();
-}
-
 // Group rank of `global` in g, -1 if it is not a member.
 int index_in(const GroupState& g, int global) {
   auto it = std::lower_bound(g.ranks().begin(), g.ranks().end(), global);
@@ -34,45 +24,12 @@ int index_in(const GroupState& g, int global) {
 
 }  // namespace
 
-std::uint64_t group_digest(const std::vector<int>& sorted_ranks) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(sorted_ranks.size());
-  for (int r : sorted_ranks) mix(static_cast<std::uint64_t>(r));
-  return h;
-}
-
-std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest) {
-  // Interned per world size: a simulated job of n ranks holds one list of n
-  // ranks, not n of them. Guarded because in-process TCP ranks are threads.
-  static std::mutex mu;
-  static std::map<int, std::pair<std::weak_ptr<const std::vector<int>>, std::uint64_t>> interned;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& [weak, d] = interned[world_size];
-  auto list = weak.lock();
-  if (!list) {
-    auto fresh = std::make_shared<std::vector<int>>(static_cast<std::size_t>(world_size));
-    for (int i = 0; i < world_size; ++i) (*fresh)[static_cast<std::size_t>(i)] = i;
-    d = group_digest(*fresh);
-    list = std::move(fresh);
-    weak = list;
-  }
-  *digest = d;
-  return list;
-}
-
-int Group::group_rank_of(int global_rank) const { return index_in(*s_, global_rank); }
-
 struct Communicator::CollectiveCall {
   std::string name;
   GroupState* group = nullptr;
   Fingerprint fp;
   Nanos timeout_ns = 0;
+  bool wait_all_ranks = false;  // monitored_barrier
 };
 
 namespace {
@@ -104,6 +61,22 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
   std::vector<int> peers;
   const auto waits = collective ? engine.describe_waits(context, static_cast<std::uint64_t>(info.seq), &peers)
                                 : engine.describe_waits(w, &peers);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  if (collective && info.fp.op == CollectiveKind::kMonitoredBarrier && info.step_phase &&
+      std::string_view(info.step_phase) == algorithms::kMonitorWaitsPhase && !peers.empty()) {
+    // torch's monitored_barrier names the first member that did not
+    // arrive, or every one with wait_all_ranks.
+    if (!info.wait_all_ranks) peers.resize(1);
+    std::string ranks;
+    for (std::size_t i = 0; i < peers.size(); ++i) ranks += (i ? ", " : "") + std::to_string(peers[i]);
+    auto err = std::make_exception_ptr(
+        Error(ErrorKind::kTimeout, info.context(peers),
+              (peers.size() == 1 ? "rank " : "ranks ") + ranks + " did" +
+                  " not arrive within " + duration_text(timeout)));
+    engine.abort_collective(context, static_cast<std::uint64_t>(info.seq), err);
+    return;
+  }
   std::string detail = "did not complete within " + duration_text(timeout);
   if (info.step_phase) detail += " (at algorithm step '" + info.step() + "')";
   if (waits.empty()) {
@@ -112,8 +85,6 @@ void fire_timeout(MessageEngine& engine, const std::shared_ptr<WorkState>& w, co
     detail += "; still waiting for ";
     for (std::size_t i = 0; i < waits.size(); ++i) detail += (i ? ", " : "") + waits[i];
   }
-  std::sort(peers.begin(), peers.end());
-  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   auto err = std::make_exception_ptr(Error(ErrorKind::kTimeout, info.context(peers), detail));
   if (collective) engine.abort_collective(context, static_cast<std::uint64_t>(info.seq), err);
   else engine.abort_p2p(w, err);
@@ -266,20 +237,11 @@ void Communicator::invalid(const std::string& op, const GroupState& g, const std
 }
 
 Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
-  const GroupState& w = *world_.state();
-  if (ranks.empty()) invalid("new_group", w, "a group needs at least one rank");
-  for (int r : ranks) {
-    if (r < 0 || r >= world_size_)
-      invalid("new_group", w, "rank " + std::to_string(r) + " is out of range for world size " +
-                                  std::to_string(world_size_));
-  }
-  std::sort(ranks.begin(), ranks.end());
-  auto dup = std::adjacent_find(ranks.begin(), ranks.end());
-  if (dup != ranks.end()) invalid("new_group", w, "rank " + std::to_string(*dup) + " is listed twice");
+  ranks = new_group_members(std::move(ranks), world_size_, rank_);
   auto g = std::make_shared<GroupState>();
   g->id = ++groups_created_;
   g->digest = group_digest(ranks);
-  g->name = name.empty() ? group_name(g->id, ranks) : std::move(name);
+  g->name = name.empty() ? default_group_name(g->id, ranks) : std::move(name);
   g->members = std::make_shared<const std::vector<int>>(std::move(ranks));
   g->p2p_context = static_cast<std::uint32_t>(2 * g->id);
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
@@ -333,6 +295,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
   if (is_send && blocking && peer == rank_)
     invalid(op, g, "a blocking send to itself can never complete; use isend and irecv", {peer});
   if (t.count > 0 && t.data == nullptr) invalid(op, g, "tensor has no data");
+  check_space(op, g, {&t, 1}, "tensor");
 
   auto info = new_op(op, g, static_cast<std::int64_t>(++g.p2p_seq));
   info->is_send = is_send;
@@ -365,6 +328,18 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
 }
 
 // ---- collectives ------------------------------------------------------------
+
+void Communicator::check_space(const std::string& op, const GroupState& g, std::span<const TensorView> tensors,
+                               const char* what) const {
+  const MemorySpace want = t_.memory_space();
+  auto name = [](MemorySpace m) { return m == MemorySpace::kHost ? "host" : "device"; };
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].count == 0 || tensors[i].space == want) continue;
+    invalid(op, g, std::string(what) + (tensors.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " is in " +
+                       name(tensors[i].space) + " memory, but this rank's transport keeps tensors in " + name(want) +
+                       " memory (core/transport.h: memory_space())");
+  }
+}
 
 void Communicator::check_root(const std::string& op, const GroupState& g, int root) const {
   if (root < 0 || root >= world_size_)
@@ -416,6 +391,7 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   GroupState& g = *call.group;
   auto info = new_op(call.name, g, static_cast<std::int64_t>(call.fp.seq));
   info->fp = call.fp;
+  info->wait_all_ranks = call.wait_all_ranks;
   auto outer = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   outer->executor = &t_;
   outer->posted_at = t_.now();
@@ -431,6 +407,7 @@ Work Communicator::broadcast(TensorView t, int src, const Group& group, Collecti
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "broadcast on " + g.name + ": not a member");
   check_root("broadcast", g, src);
+  check_space("broadcast", g, {&t, 1}, "tensor");
   const Algorithm a = choose("broadcast", CollectiveKind::kBroadcast, g, t.bytes(), o);
   const int root = index_in(g, src);
   CollectiveCall call{"broadcast", &g, {}, {}};
@@ -448,6 +425,7 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "reduce on " + g.name + ": not a member");
   check_root("reduce", g, dst);
+  check_space("reduce", g, {&t, 1}, "tensor");
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("reduce", g, *why);
   const Algorithm a = choose("reduce", CollectiveKind::kReduce, g, t.bytes(), o);
   const int root = index_in(g, dst);
@@ -473,6 +451,7 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "all_reduce on " + g.name + ": not a member");
   if (auto why = reduce_op_unsupported(op, t.dtype)) invalid("all_reduce", g, *why);
+  check_space("all_reduce", g, {&t, 1}, "tensor");
   const Algorithm a = choose("all_reduce", CollectiveKind::kAllReduce, g, t.bytes(), o);
   const int n = static_cast<int>(g.ranks().size());
   CollectiveCall call{"all_reduce", &g, {}, {}};
@@ -482,10 +461,21 @@ Work Communicator::all_reduce(TensorView t, ReduceOp op, const Group& group, Col
   const std::size_t seg = opts_.selection.ring_segment_bytes;
   auto body = [t, a, op, n, tr, seg](CollectiveContext& c) -> Task<void> {
     const ReduceOp combine = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    // Every value is named: an algorithm added to Algorithm must be placed
+    // here (-Werror=switch) before it can reach all_reduce.
     switch (a) {
       case Algorithm::kRing: co_await algorithms::ring_all_reduce(c, t, combine, seg); break;
       case Algorithm::kHalvingDoubling: co_await algorithms::halving_doubling_all_reduce(c, t, combine); break;
-      default: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
+      case Algorithm::kRecursiveDoubling: co_await algorithms::recursive_doubling_all_reduce(c, t, combine); break;
+      case Algorithm::kAuto:
+      case Algorithm::kBinomialTree:
+      case Algorithm::kLinear:
+      case Algorithm::kDissemination:
+      case Algorithm::kBruck:
+      case Algorithm::kPairwise:
+        throw Error(ErrorKind::kUsage, c.info().context(),
+                    "algorithm '" + std::string(algorithm_name(a)) + "' reached all_reduce, which it does not "
+                    "implement (core/algorithm.h's algorithms_for() and this switch disagree)");
     }
     if (op == ReduceOp::kAvg && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
   };
@@ -511,6 +501,8 @@ Work Communicator::scatter(TensorView out, int src, std::span<const TensorView> 
     invalid("scatter", g, "scatter_list must be empty on non-source ranks (the source is rank " +
                               std::to_string(src) + ")");
   }
+  check_space("scatter", g, {&out, 1}, "the output tensor");
+  check_space("scatter", g, list, "scatter_list");
   const Algorithm a = choose("scatter", CollectiveKind::kScatter, g, out.bytes(), o);
   const int root = index_in(g, src);
   CollectiveCall call{"scatter", &g, {}, {}};
@@ -543,6 +535,8 @@ Work Communicator::gather(TensorView in, int dst, std::span<const TensorView> li
     invalid("gather", g, "gather_list must be empty on non-destination ranks (the destination is rank " +
                              std::to_string(dst) + ")");
   }
+  check_space("gather", g, {&in, 1}, "the input tensor");
+  check_space("gather", g, list, "gather_list");
   const Algorithm a = choose("gather", CollectiveKind::kGather, g, in.bytes(), o);
   const int root = index_in(g, dst);
   CollectiveCall call{"gather", &g, {}, {}};
@@ -569,6 +563,8 @@ Work Communicator::all_gather(std::span<const TensorView> list, TensorView in, c
     if (list[i].dtype != in.dtype || list[i].count != in.count)
       invalid("all_gather", g, "tensor_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                    " but the input tensor is " + describe_tensor(in));
+  check_space("all_gather", g, {&in, 1}, "the input tensor");
+  check_space("all_gather", g, list, "tensor_list");
   return launch_all_gather(g, algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), in, o);
 }
 
@@ -581,6 +577,8 @@ Work Communicator::all_gather_into_tensor(TensorView out, TensorView in, const G
                                              std::to_string(n) + " ranks and the input tensor is " +
                                              describe_tensor(in) + " (the output needs " +
                                              std::to_string(n * in.count) + " elements of its dtype)");
+  check_space("all_gather_into_tensor", g, {&in, 1}, "the input tensor");
+  check_space("all_gather_into_tensor", g, {&out, 1}, "the output tensor");
   return launch_all_gather(g, algorithms::Blocks(out, in.count), in, o);
 }
 
@@ -609,6 +607,8 @@ Work Communicator::reduce_scatter(TensorView out, std::span<const TensorView> li
     if (list[i].dtype != out.dtype || list[i].count != out.count)
       invalid("reduce_scatter", g, "input_list[" + std::to_string(i) + "] is " + describe_tensor(list[i]) +
                                        " but the output tensor is " + describe_tensor(out));
+  check_space("reduce_scatter", g, {&out, 1}, "the output tensor");
+  check_space("reduce_scatter", g, list, "input_list");
   return launch_reduce_scatter("reduce_scatter", g, out,
                                algorithms::Blocks(std::vector<TensorView>(list.begin(), list.end())), op, o);
 }
@@ -623,6 +623,8 @@ Work Communicator::reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp
                                             std::to_string(n) + " ranks and the output tensor is " +
                                             describe_tensor(out) + " (the input needs " +
                                             std::to_string(n * out.count) + " elements of its dtype)");
+  check_space("reduce_scatter_tensor", g, {&out, 1}, "the output tensor");
+  check_space("reduce_scatter_tensor", g, {&in, 1}, "the input tensor");
   return launch_reduce_scatter("reduce_scatter_tensor", g, out, algorithms::Blocks(in, out.count), op, o);
 }
 
@@ -658,6 +660,8 @@ Work Communicator::all_to_all(std::span<const TensorView> out, std::span<const T
     if (static_cast<int>(list.size()) != n)
       invalid("all_to_all", g, std::string(what) + " has " + std::to_string(list.size()) + " tensors but " + g.name +
                                    " has " + std::to_string(n) + " ranks");
+  check_space("all_to_all", g, out, "output_list");
+  check_space("all_to_all", g, in, "input_list");
   return launch_all_to_all("all_to_all", g, std::vector<TensorView>(out.begin(), out.end()),
                            std::vector<TensorView>(in.begin(), in.end()), o);
 }
@@ -667,6 +671,8 @@ Work Communicator::all_to_all_single(TensorView out, TensorView in, std::span<co
   GroupState& g = resolve(group);
   if (g.my_rank < 0) return completed_work(&t_, true, "all_to_all_single on " + g.name + ": not a member");
   const std::size_t n = g.ranks().size();
+  check_space("all_to_all_single", g, {&out, 1}, "the output tensor");
+  check_space("all_to_all_single", g, {&in, 1}, "the input tensor");
   std::vector<TensorView> out_blocks, in_blocks;
   try {
     out_blocks = split_blocks(out, out_splits, n, "output", g.name);
@@ -717,6 +723,18 @@ Work Communicator::barrier(const Group& group, CollectiveOptions o) {
   auto body = [](CollectiveContext& c) { return algorithms::dissemination_barrier(c); };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));
+}
+
+Work Communicator::monitored_barrier(const Group& group, Nanos timeout_ns, bool wait_all_ranks) {
+  GroupState& g = resolve(group);
+  if (g.my_rank < 0) return completed_work(&t_, true, "monitored_barrier on " + g.name + ": not a member");
+  if (timeout_ns < 0) invalid("monitored_barrier", g, "timeout " + std::to_string(timeout_ns) + " ns is negative");
+  CollectiveCall call{"monitored_barrier", &g, {}, {}};
+  call.fp = Fingerprint{CollectiveKind::kMonitoredBarrier, ReduceOp::kSum, static_cast<std::uint8_t>(Algorithm::kLinear),
+                        DType::kUInt8, g.ranks()[0], ++g.coll_seq, 0};
+  call.timeout_ns = timeout_ns;
+  call.wait_all_ranks = wait_all_ranks;
+  return launch(std::move(call), [](CollectiveContext& c) { return algorithms::monitored_barrier(c); });
 }
 
 std::vector<std::string> Communicator::describe_pending() const { return engine_.describe_pending(); }

@@ -133,6 +133,7 @@ class Communicator final : public Dist {
                          std::span<const std::size_t> input_split_sizes = {}, const Group& g = {},
                          CollectiveOptions o = {}) override;
   Work barrier(const Group& g = {}, CollectiveOptions o = {}) override;
+  Work monitored_barrier(const Group& g = {}, Nanos timeout_ns = 0, bool wait_all_ranks = false) override;
 
   // ---- introspection -----------------------------------------------------
   // Unfinished ops, one line each, for deadlock and timeout reports.
@@ -173,6 +174,10 @@ class Communicator final : public Dist {
   [[noreturn]] void invalid(const std::string& op, const GroupState& g, const std::string& detail,
                             std::vector<int> peers = {}) const;
   void check_root(const std::string& op, const GroupState& g, int root) const;
+  // Every tensor of `tensors` with elements is in the transport's memory
+  // space (core/transport.h); else invalid_argument naming `what`[i].
+  void check_space(const std::string& op, const GroupState& g, std::span<const TensorView> tensors,
+                   const char* what) const;
   Algorithm choose(const std::string& op, CollectiveKind kind, const GroupState& g, std::size_t bytes,
                    const CollectiveOptions& o) const;
 

@@ -1,5 +1,7 @@
 #include "core/dist.h"
 
+#include "core/error.h"
+
 namespace collie {
 
 std::vector<TensorView> split_blocks(TensorView t, std::span<const std::size_t> splits, std::size_t n,
@@ -30,6 +32,24 @@ std::vector<TensorView> split_blocks(TensorView t, std::span<const std::size_t> 
     throw std::invalid_argument(splits_name + " add up to " + std::to_string(at) + " but the " + what + " tensor has " +
                                 std::to_string(t.count) + " elements");
   return blocks;
+}
+
+Work Dist::monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) {
+  (void)timeout_ns;
+  (void)wait_all_ranks;
+  throw Error(ErrorKind::kUnsupported,
+              OpContext{rank(), "monitored_barrier", g.is_world_default() ? "world" : g.name(), -1, {}},
+              "this implementation has no monitored_barrier");
+}
+
+Work Dist::batch_isend_irecv(std::span<const P2POp> ops, const Group& g) {
+  std::vector<Work> works;
+  works.reserve(ops.size());
+  for (const P2POp& op : ops)
+    works.push_back(op.is_send ? isend(op.tensor, op.peer, op.tag, g) : irecv(op.tensor, op.peer, op.tag, g));
+  return join_works(&executor(), std::move(works),
+                    "rank " + std::to_string(rank()) + ": batch_isend_irecv of " + std::to_string(ops.size()) +
+                        " ops on " + (g.is_world_default() ? std::string("world") : g.name()));
 }
 
 }  // namespace collie

@@ -57,6 +57,14 @@
 
 namespace collie {
 
+// One point-to-point op of a batch_isend_irecv (torch's P2POp).
+struct P2POp {
+  bool is_send = true;  // isend; false: irecv
+  TensorView tensor;
+  int peer = -1;        // global rank
+  int tag = 0;
+};
+
 // Per-call options of a collective.
 struct CollectiveOptions {
   // Forces one of collie's algorithms; it must implement the collective
@@ -162,6 +170,20 @@ class Dist {
                                  std::span<const std::size_t> input_split_sizes = {}, const Group& g = {},
                                  CollectiveOptions o = {}) = 0;
   virtual Work barrier(const Group& g = {}, CollectiveOptions o = {}) = 0;
+  // torch's monitored_barrier: a barrier whose first member (group rank 0)
+  // waits at most `timeout_ns` (0: the group's timeout) for every other
+  // member to arrive, then releases them. A member that does not arrive in
+  // time fails it on the first member with an error naming that rank --
+  // the first missing one, or every missing one with wait_all_ranks -- and
+  // the others time out waiting to be released. Blocking only (no async
+  // form). The default fails with kUnsupported.
+  virtual Work monitored_barrier(const Group& g = {}, Nanos timeout_ns = 0, bool wait_all_ranks = false);
+  // torch's batch_isend_irecv: every op (an isend or an irecv of a global
+  // peer, on group `g`) issued at once; the Work completes once all have,
+  // failing with the first failed op's error. The default issues them with
+  // isend()/irecv() and joins their Works; a library with a batching call
+  // of its own (NCCL's group calls, torch's coalescing) maps it to that.
+  virtual Work batch_isend_irecv(std::span<const P2POp> ops, const Group& g = {});
 
   // ---- reports -----------------------------------------------------------
   // Unfinished ops, one line each, for timeout and hang reports.

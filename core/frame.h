@@ -54,9 +54,35 @@ enum class CollectiveKind : std::uint8_t {
   kBarrier,
   kReduceScatter,  // reduce_scatter and reduce_scatter_tensor
   kAllToAll,       // all_to_all and all_to_all_single
+  kMonitoredBarrier,
 };
+
+// Whether `k` is one of the values above. The switch names every value and
+// has no default, so a value added above without being added here fails to
+// compile (-Werror=switch); the codes are contiguous from 0.
+constexpr bool is_collective_kind(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kNone:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kMonitoredBarrier:
+      return true;
+  }
+  return false;
+}
 // Codes 0 .. kNumCollectiveKinds - 1 are kinds; a decoder refuses the rest.
-inline constexpr int kNumCollectiveKinds = static_cast<int>(CollectiveKind::kAllToAll) + 1;
+inline constexpr int kNumCollectiveKinds = [] {
+  int n = 0;
+  while (n < 256 && is_collective_kind(static_cast<CollectiveKind>(n))) ++n;
+  return n;
+}();
 
 std::string collective_name(CollectiveKind k);  // "all_reduce", ...
 

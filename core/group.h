@@ -67,6 +67,15 @@ class Group {
 // Order-sensitive FNV-1a over the sorted member list.
 std::uint64_t group_digest(const std::vector<int>& sorted_ranks);
 
+// The one rule every Dist applies to new_group(ranks): at least one rank,
+// each in [0, world_size), none twice, in any order. Returns them sorted;
+// throws Error(kInvalidArgument) from `caller_rank`'s new_group naming the
+// rule broken ("rank 5 is out of range for world size 4").
+std::vector<int> new_group_members(std::vector<int> ranks, int world_size, int caller_rank);
+// How errors and reports name a group created without a name: "group 2 {0,3}"
+// (`id`: the group's number in creation order, the world being 0).
+std::string default_group_name(int id, const std::vector<int>& sorted_ranks);
+
 // The world's member list {0, ..., world_size-1}, shared by every caller
 // with the same size, and its digest (stored in *digest). Thread-safe.
 std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest);

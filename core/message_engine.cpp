@@ -73,9 +73,8 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
     // Local match: copy now, so the send completes at once whatever the size.
     h.kind = FrameKind::kEager;
     h.bytes = bytes;
-    std::vector<std::byte> copy(bytes);
-    if (bytes) t_.copy(copy.data(), spec.buf.data, bytes);
-    process_in_order(h, copy);
+    const StoredFrame copy = store(h, spec.buf.byte_data(), bytes);
+    process_in_order(h, copy.bytes());
     w->finish(nullptr);
     return w;
   }
@@ -128,7 +127,7 @@ std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared
     if (matches(spec, it->header)) {
       StoredFrame f = std::move(*it);
       unexpected_.erase(it);
-      deliver(std::move(r), f.header, f.payload);
+      deliver(std::move(r), f.header, f.bytes());
       return w;
     }
   }
@@ -223,9 +222,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
         if (early_[h.src].count(h.channel_seq))
           return contract_violation(&h, "a frame delivered twice (channel_seq " + std::to_string(h.channel_seq) +
                                             " from rank " + std::to_string(h.src) + " is already held for order)");
-        StoredFrame& f = early_[h.src][h.channel_seq];
-        f.header = h;
-        f.payload.assign(payload.begin(), payload.end());
+        early_[h.src][h.channel_seq] = store(h, payload.data(), payload.size());
         return;
       }
       ++next;
@@ -238,7 +235,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
         StoredFrame f = std::move(q.begin()->second);
         q.erase(q.begin());
         ++in_next_[h.src];
-        process_in_order(f.header, f.payload);
+        process_in_order(f.header, f.bytes());
       }
       if (q.empty()) early_.erase(h.src);
       return;
@@ -295,7 +292,7 @@ FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
   auto it = inbound_.find({h.src, h.rendezvous_id});
   if (it == inbound_.end() || data_mismatch(h, it->second)) return {};
   const RecvSpec& s = it->second.spec;
-  if (s.buf.space != MemorySpace::kHost || !s.buf.data || s.buf.bytes() != h.bytes) return {};
+  if (s.buf.space != t_.memory_space() || !s.buf.data || s.buf.bytes() != h.bytes) return {};
   return {{s.buf.byte_data(), h.bytes}, s.reduce, s.buf.dtype, s.op};
 }
 
@@ -496,10 +493,15 @@ void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::
       return;
     }
   }
-  StoredFrame f;
-  f.header = h;
-  if (h.kind == FrameKind::kEager) f.payload.assign(payload.begin(), payload.end());
-  unexpected_.push_back(std::move(f));
+  unexpected_.push_back(h.kind == FrameKind::kEager ? store(h, payload.data(), payload.size())
+                                                    : StoredFrame{h, nullptr, 0});
+}
+
+MessageEngine::StoredFrame MessageEngine::store(const FrameHeader& h, const std::byte* data, std::size_t size) {
+  if (size == 0 || !t_.moves_payloads()) return StoredFrame{h, nullptr, 0};
+  StoredFrame f{h, t_.allocate(size), size};
+  t_.copy(f.payload.get(), data, size);
+  return f;
 }
 
 std::string MessageEngine::validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const {

@@ -189,7 +189,8 @@ class MessageEngine final : public FrameSink {
 
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;
-  // A rendezvous receive into a host buffer of the frame's size.
+  // A rendezvous receive into a buffer of the frame's size in the
+  // transport's memory space.
   Landing landing_zone(const FrameHeader& header) override;
   void on_send_complete(void* cookie) override;
   void on_peer_lost(int peer, const std::string& why, bool clean) override;
@@ -203,7 +204,11 @@ class MessageEngine final : public FrameSink {
   };
   struct StoredFrame {
     FrameHeader header;
-    std::vector<std::byte> payload;  // eager payloads only
+    // Eager payloads only: a copy in the transport's memory (allocate() and
+    // copy(), so a device transport's payload stays in device memory).
+    std::shared_ptr<std::byte> payload;
+    std::size_t size = 0;
+    std::span<const std::byte> bytes() const { return {payload.get(), size}; }
   };
   struct PendingSend {
     FrameHeader header;  // as first posted (eager or RTS)
@@ -222,6 +227,9 @@ class MessageEngine final : public FrameSink {
   };
 
   static bool matches(const RecvSpec& s, const FrameHeader& h);
+  // `h` with a copy of the `size` bytes at `data` that outlives the frame's
+  // delivery (none when the transport moves no payloads: timing only).
+  StoredFrame store(const FrameHeader& h, const std::byte* data, std::size_t size);
   void process_in_order(const FrameHeader& h, std::span<const std::byte> payload);
   void deliver(PostedRecv r, const FrameHeader& h, std::span<const std::byte> payload);
   void apply_payload(PostedRecv& r, const FrameHeader& h, std::span<const std::byte> payload);

@@ -27,6 +27,9 @@ struct OpInfo {
   const char* step_phase = nullptr;
   int step_index = -1;
   std::string step() const;
+  // monitored_barrier: a timeout names every member that did not arrive,
+  // not only the first.
+  bool wait_all_ranks = false;
   // Point-to-point ops only: the peer (global rank; -1 with any_source),
   // tag and buffer.
   bool is_send = false;

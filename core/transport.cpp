@@ -51,6 +51,7 @@ std::string collective_name(CollectiveKind k) {
     case CollectiveKind::kBarrier: return "barrier";
     case CollectiveKind::kReduceScatter: return "reduce_scatter";
     case CollectiveKind::kAllToAll: return "all_to_all";
+    case CollectiveKind::kMonitoredBarrier: return "monitored_barrier";
   }
   return "?";
 }

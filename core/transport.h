@@ -19,9 +19,11 @@
 // Frames must not be lost, corrupted or delivered twice (a later fault layer
 // may inject exactly these to test the core's diagnosis, not its results).
 //
-// Memory: buffers handed to post_send() and copy()/reduce() may live in host
-// or device memory (TensorView::space); the transport owns moving and
-// combining bytes, so a GPU transport does them with kernels.
+// Memory: every rank's tensors live in one memory space, the transport's
+// memory_space() -- host memory, or device memory that the core never loads
+// or stores itself. The transport owns moving and combining bytes there
+// (post_send, copy, reduce, finish_average, allocate), so a GPU transport
+// does them with copies and kernels on its own stream.
 #pragma once
 
 #include <coroutine>
@@ -36,6 +38,7 @@
 #include "core/executor.h"
 #include "core/frame.h"
 #include "core/reduce_op.h"
+#include "core/tensor.h"
 
 namespace collie {
 
@@ -44,12 +47,15 @@ class FrameSink {
  public:
   virtual ~FrameSink() = default;
   // A frame arrived for this rank. `payload` holds header.bytes bytes and is
-  // valid only during the call: the core copies or reduces out of it before
-  // returning.
+  // valid only during the call: the core copies or reduces out of it (or
+  // keeps a copy) before returning, through the transport's memory
+  // operations. Data payloads (eager and data frames) are in memory_space()
+  // -- on a device transport, possibly another rank's device memory; a
+  // NACK's payload (the refusal's text) is host memory.
   virtual void on_frame(const FrameHeader& header, std::span<const std::byte> payload) = 0;
   // Where the payload of the data frame `header` may go directly, so that
   // on_frame() has nothing left to do: exactly header.bytes bytes of the
-  // receive's own buffer (`dst`), to be overwritten or, with `reduce`,
+  // receive's own buffer (`dst`, in memory_space()), to be overwritten or, with `reduce`,
   // combined element by element (dst = dst op payload, as reduce() does);
   // or an empty `dst` when the payload must be handed over through
   // on_frame() as usual. The answer is valid only until control returns to
@@ -89,7 +95,8 @@ class Transport : public Executor {
   virtual void attach(FrameSink* sink) = 0;
 
   // Sends `header` (+ `payload`, header.bytes long) to header.dst, which is
-  // never this rank. Returns at once. Requires: `payload` stays valid and
+  // never this rank. Returns at once. The payload of an eager or data frame
+  // is in memory_space(); a NACK's is host memory. Requires: `payload` stays valid and
   // unmodified until on_send_complete(cookie) -- which is called exactly once,
   // later, from inside run_until() and never inside this call, unless cookie
   // is null, in which case it is never called.
@@ -119,13 +126,29 @@ class Transport : public Executor {
   virtual bool moves_payloads() const { return true; }
 
   // ---- memory ------------------------------------------------------------
-  // The defaults operate on host memory; device transports override them.
+  // Where this rank's tensors live. Every tensor with elements that an op is
+  // given must be in this space (the Communicator refuses others with
+  // invalid_argument), and so is everything allocate() returns. kHost, the
+  // default: the core may also read and write it directly. kDevice: the
+  // core reaches it only through post_send() and the four calls below,
+  // never with host loads and stores.
+  virtual MemorySpace memory_space() const { return MemorySpace::kHost; }
+
+  // The defaults operate on host memory, at once; device transports
+  // override them. A device transport may run them asynchronously, in one
+  // order per rank (its stream): each takes effect after every memory
+  // operation, landed payload and post_send() of this rank issued before
+  // it, and before any issued after it; a payload handed to on_frame()
+  // stays valid until the operations the core issued on it inside the call
+  // have taken effect. Operands are in memory_space() or, for `src`, a
+  // payload delivered by on_frame().
   virtual void copy(void* dst, const void* src, std::size_t bytes);
   virtual void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
   virtual void finish_average(void* dst, std::size_t count, DType dtype, int divisor);
-  // Scratch memory in the same space as this rank's tensors, freed with the
-  // returned pointer, aligned for any element type (the default: 64-byte
-  // aligned above 1 KiB; smaller blocks come from the SmallPool).
+  // Scratch memory in memory_space(), freed with the returned pointer,
+  // aligned for any element type (the default: 64-byte aligned above 1 KiB;
+  // smaller blocks come from the SmallPool). A device transport frees it
+  // in its order: after the operations issued on it before the release.
   virtual std::shared_ptr<std::byte> allocate(std::size_t bytes);
 };
 

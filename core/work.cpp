@@ -30,13 +30,27 @@ void WorkState::finish(std::exception_ptr err) {
   }
 }
 
+namespace {
+// Tells the executors of `w` and of its parts that a wait for it starts.
+void tell_awaited(WorkState& w) noexcept {
+  if (w.executor) w.executor->awaited(w);
+  for (const auto& p : w.parts)
+    if (!p->completed) tell_awaited(*p);
+}
+}  // namespace
+
+void Work::await_suspend(std::coroutine_handle<> h) noexcept {
+  s_->waiter = h;
+  tell_awaited(*s_);
+}
+
 void Work::wait() {
   if (!s_ || s_->completed) {
     await_resume();
     return;
   }
   auto st = s_;
-  st->executor->awaited(*st);
+  tell_awaited(*st);
   st->executor->run_until([st] { return st->completed; }, std::nullopt);
   await_resume();
 }
@@ -47,7 +61,7 @@ void Work::wait(Nanos timeout) {
     return;
   }
   auto st = s_;
-  st->executor->awaited(*st);
+  tell_awaited(*st);
   const Nanos deadline = st->executor->now() + timeout;
   if (!st->executor->run_until([st] { return st->completed; }, deadline)) {
     OpContext ctx;
@@ -65,6 +79,53 @@ Work completed_work(Executor* e, bool not_member, std::string description) {
   s->not_member = not_member;
   s->description = std::move(description);
   return Work(std::move(s));
+}
+
+Work join_works(Executor* e, std::vector<Work> parts, std::string description) {
+  auto joined = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
+  joined->executor = e;
+  joined->description = std::move(description);
+  joined->posted_at = e ? e->now() : 0;
+  // Shared by the parts' completions; holds the joined state weakly, so a
+  // part that never completes keeps nothing else alive.
+  struct Join {
+    std::size_t left = 0;
+    std::weak_ptr<WorkState> joined;
+    std::vector<std::weak_ptr<WorkState>> parts;  // in order, for the first error
+    void one_done() {
+      if (--left > 0) return;
+      auto j = joined.lock();
+      if (!j) return;
+      std::exception_ptr first;
+      for (const auto& weak : parts)
+        if (auto p = weak.lock(); p && p->error) {
+          first = p->error;
+          break;
+        }
+      j->finish(first);
+    }
+  };
+  auto join = std::make_shared<Join>();
+  join->joined = joined;
+  for (Work& w : parts) {
+    if (!w.state()) continue;
+    join->parts.push_back(w.state());
+    joined->parts.push_back(w.state());
+  }
+  join->left = join->parts.size() + 1;  // + 1 until every part is hooked
+  for (const auto& p : joined->parts) {
+    if (p->completed) {
+      --join->left;
+      continue;
+    }
+    auto before = std::move(p->on_finish);
+    p->on_finish = [before = std::move(before), join] {
+      if (before) before();
+      join->one_done();
+    };
+  }
+  join->one_done();
+  return Work(std::move(joined));
 }
 
 std::string WorkState::describe() const {

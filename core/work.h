@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/op_info.h"
 #include "core/task.h"
@@ -36,6 +37,8 @@ struct WorkState {
   std::string describe() const;
   Nanos posted_at = 0;
   std::function<void()> on_finish;        // runs once, when the op finishes
+  // A Work made of others (join_works()): waiting for it waits for each.
+  std::vector<std::shared_ptr<WorkState>> parts;
 
   // Marks the op finished and schedules the awaiting coroutine, if any.
   // Later calls are ignored: the first outcome wins.
@@ -65,10 +68,7 @@ class [[nodiscard]] Work {
   void wait(Nanos timeout);
 
   bool await_ready() const noexcept { return !s_ || s_->completed; }
-  void await_suspend(std::coroutine_handle<> h) noexcept {
-    s_->waiter = h;
-    if (s_->executor) s_->executor->awaited(*s_);
-  }
+  void await_suspend(std::coroutine_handle<> h) noexcept;
   void await_resume() const;
 
   const std::shared_ptr<WorkState>& state() const { return s_; }
@@ -79,6 +79,11 @@ class [[nodiscard]] Work {
 
 // A Work that is already complete (used for non-members and empty ops).
 Work completed_work(Executor* e, bool not_member, std::string description);
+
+// One Work for several (torch's batch_isend_irecv requests): it completes
+// once every part has, failing with the error of the first part (in
+// order) that failed. Awaiting it tells each part's executor.
+Work join_works(Executor* e, std::vector<Work> parts, std::string description);
 
 // Awaits every Work in order; rethrows the first error after all completed.
 template <typename Range>

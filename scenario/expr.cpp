@@ -5,7 +5,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+
+#include "core/tensor.h"
 
 namespace collie::scenario {
 
@@ -335,5 +338,14 @@ std::string Expr::describe_vars(const std::map<std::string, double>& vars) {
 }
 
 bool Expr::is_constant() const { return !root_ || !uses_vars(*root_); }
+
+std::string as_written(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e16) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  return python_float(v);
+}
 
 }  // namespace collie::scenario

@@ -51,4 +51,8 @@ class Expr {
   Location where_;
 };
 
+// A number in a message as a person writes it: 1000000000000, not
+// 1000000000000.000000; 2.5; 1e+20.
+std::string as_written(double v);
+
 }  // namespace collie::scenario

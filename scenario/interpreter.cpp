@@ -6,8 +6,10 @@
 #include <functional>
 #include <map>
 
+#include "check/call_recorder.h"
 #include "check/reference.h"
 #include "scenario/print_text.h"
+#include "core/op.h"
 
 namespace collie::scenario {
 
@@ -21,23 +23,6 @@ struct Handle {
   bool done = false;
   std::vector<std::string> reads, writes;  // tensors the op uses while in flight
 };
-
-CollectiveKind collective_kind(StepKind k) {
-  switch (k) {
-    case StepKind::kBroadcast: return CollectiveKind::kBroadcast;
-    case StepKind::kReduce: return CollectiveKind::kReduce;
-    case StepKind::kAllReduce: return CollectiveKind::kAllReduce;
-    case StepKind::kScatter: return CollectiveKind::kScatter;
-    case StepKind::kGather: return CollectiveKind::kGather;
-    case StepKind::kAllGather:
-    case StepKind::kAllGatherIntoTensor: return CollectiveKind::kAllGather;
-    case StepKind::kReduceScatter:
-    case StepKind::kReduceScatterTensor: return CollectiveKind::kReduceScatter;
-    case StepKind::kAllToAll:
-    case StepKind::kAllToAllSingle: return CollectiveKind::kAllToAll;
-    default: return CollectiveKind::kBarrier;
-  }
-}
 
 std::string list_repr(const std::vector<Tensor>& l) {
   std::string s = "[";
@@ -70,63 +55,40 @@ void init_tensor(Tensor& t, const TensorSpec& spec, int rank, int world, int j) 
   }
 }
 
-// `whole` cut into consecutive blocks of `counts` elements (1-D copies):
-// how the records show an op that takes one tensor where torch's list form
-// takes a list (all_to_all_single, reduce_scatter_tensor).
-std::vector<Tensor> cut(const Tensor& whole, const std::vector<std::size_t>& counts) {
-  std::vector<Tensor> out;
-  std::size_t at = 0;
-  for (std::size_t c : counts) {
-    Tensor x(whole.dtype(), {static_cast<std::int64_t>(c)});
-    if (c) std::memcpy(x.data(), static_cast<const std::byte*>(whole.data()) + at * dtype_size(whole.dtype()),
-                       c * dtype_size(whole.dtype()));
-    at += c;
-    out.push_back(std::move(x));
-  }
-  return out;
-}
-
-// Which tensors a step reads and writes.
+// The tensors a step reads and writes while it runs, by name: an op's
+// operands as core/op.h's table says this rank uses them (`is_root`: this
+// rank is the op's root); what print, expect and update touch.
 void uses(const Step& s, bool is_root, std::vector<std::string>& reads, std::vector<std::string>& writes) {
   switch (s.kind) {
-    case StepKind::kSend:
-    case StepKind::kIsend:
-    case StepKind::kPrint:
+    case StepKind::kOp: {
+      const OpSpec& spec = s.spec();
+      for (std::size_t k = 0; k < kNumSlots; ++k) {
+        const auto slot = static_cast<Slot>(k);
+        const Operand& o = spec.operand(slot);
+        if (!o.passed_by(is_root) || s.slot(slot).empty()) continue;
+        if (o.read_by(is_root)) reads.push_back(s.slot(slot));
+        if (o.written_by(is_root)) writes.push_back(s.slot(slot));
+      }
+      for (const P2PStep& p : s.p2p) (p.is_send ? reads : writes).push_back(p.tensor);
+      break;
+    }
     case StepKind::kExpect:
       if (!s.tensor.empty()) reads.push_back(s.tensor);
       break;
-    case StepKind::kRecv:
-    case StepKind::kIrecv:
-    case StepKind::kBroadcast:
-    case StepKind::kReduce:
-    case StepKind::kAllReduce:
+    case StepKind::kPrint: {
+      // A print that says why its values are unspecified may show a
+      // tensor an op in flight writes (what it holds before wait()).
+      if (!s.unspecified.empty()) break;
+      std::optional<PrintTextError> error;
+      for (const PrintPart& p : parse_print_text(s.text, &error))
+        if (p.is_field && !p.source && p.text != "rank" && p.text != "world") reads.push_back(p.text);
+      break;
+    }
     case StepKind::kUpdate:
       writes.push_back(s.tensor);
       break;
-    case StepKind::kScatter:
-      writes.push_back(s.tensor);
-      if (is_root) reads.push_back(s.list);
-      break;
-    case StepKind::kGather:
-      reads.push_back(s.tensor);
-      if (is_root) writes.push_back(s.list);
-      break;
-    case StepKind::kAllGather:
-      reads.push_back(s.tensor);
-      writes.push_back(s.list);
-      break;
-    case StepKind::kAllGatherIntoTensor:
-    case StepKind::kReduceScatterTensor:
-    case StepKind::kAllToAllSingle:
-      reads.push_back(s.tensor);
-      writes.push_back(s.output);
-      break;
-    case StepKind::kReduceScatter:
-    case StepKind::kAllToAll:
-      reads.push_back(s.list);
-      writes.push_back(s.output);
-      break;
-    default:
+    case StepKind::kWait:
+    case StepKind::kNewGroup:
       break;
   }
 }
@@ -145,10 +107,11 @@ struct Interpreter::State {
   std::map<std::string, Group> groups;
   std::map<std::string, std::uint64_t> coll_seq;  // by group name
   std::map<std::string, Handle> handles;
-  std::uint64_t recv_order = 0;
+  check::CallRecorder recorder;
 
   State(const Scenario& sc, Dist& dist, RunLog& l, bool t)
-      : s(sc), d(dist), log(l), timing_only(t), rank(dist.rank()), world(sc.world) {}
+      : s(sc), d(dist), log(l), timing_only(t), rank(dist.rank()), world(sc.world),
+        recorder(l.records, dist.rank(), sc.world) {}
 
   bool recording() const { return log.records.enabled && !timing_only; }
 
@@ -171,9 +134,6 @@ struct Interpreter::State {
                                                        : groups[step.group].ranks().size();
   }
   int peer(const Step& step) const { return static_cast<int>(step.peer->eval(vars())); }
-  bool is_member(const Step& step) {
-    return step.group.empty() || step.group == "world" || groups[step.group].is_member();
-  }
 
   void fail(const Step& step, const std::string& what) {
     log.failures.push_back(step.where.str() + ": rank " + std::to_string(rank) + ": " + what);
@@ -209,12 +169,12 @@ struct Interpreter::State {
     }
     for (const Step& step : *prog) {
       if (!applies(step)) continue;
-      if (timing_only && (step.kind == StepKind::kPrint || step.kind == StepKind::kExpect ||
-                          step.kind == StepKind::kUpdate)) {
+      if (timing_only && step.kind != StepKind::kOp && step.kind != StepKind::kWait &&
+          step.kind != StepKind::kNewGroup) {
         if (rank == 0) ++log.skipped_steps;  // no values to show or compare
         continue;
       }
-      check_conflicts(step, step.peer && peer(step) == rank);
+      check_conflicts(step, step.kind == StepKind::kOp && step.spec().rooted && step.peer && peer(step) == rank);
       co_await execute(step);
     }
     // Ops started asynchronously and never waited for finish here.
@@ -238,7 +198,7 @@ struct Interpreter::State {
       auto clash = [&](const std::vector<std::string>& mine, const std::vector<std::string>& theirs, const char* how) {
         for (const auto& t : mine)
           if (std::find(theirs.begin(), theirs.end(), t) != theirs.end())
-            fail(step, step_kind_name(step.kind) + " uses tensor '" + t + "' while handle '" + name + "' still " + how +
+            fail(step, step.kind_name() + " uses tensor '" + t + "' while handle '" + name + "' still " + how +
                            " it; wait for '" + name + "' first");
       };
       clash(writes, h.writes, "writes");
@@ -250,50 +210,11 @@ struct Interpreter::State {
   Task<void> launch(const Step& step, Work w, std::function<void()> on_complete) {
     Handle h{std::move(w), std::move(on_complete), false, {}, {}};
     if (!step.handle.empty()) {
-      uses(step, step.peer && peer(step) == rank, h.reads, h.writes);
+      uses(step, step.spec().rooted && step.peer && peer(step) == rank, h.reads, h.writes);
       handles[step.handle] = std::move(h);
       co_return;
     }
     co_await finish(h);
-  }
-
-  // Records the inputs of a collective call and returns the callback that
-  // records its outputs (into `out`'s copies, or through `record_out`).
-  std::function<void()> record_collective(const Step& step, int root, std::vector<const Tensor*> in,
-                                          std::vector<const Tensor*> out) {
-    auto copies = [](const std::vector<const Tensor*>& ts) {
-      std::vector<Tensor> c;
-      for (const Tensor* t : ts) c.push_back(clone(*t));
-      return c;
-    };
-    return record_collective_as(step, root, [&] { return copies(in); }, [out, copies] { return copies(out); });
-  }
-  // The same with functions that make the inputs' records (now) and the
-  // outputs' (once the call completes); neither is called without
-  // recording (timing-only tensors have no memory).
-  std::function<void()> record_collective_as(const Step& step, int root,
-                                             const std::function<std::vector<Tensor>()>& inputs,
-                                             std::function<std::vector<Tensor>()> outputs) {
-    const std::string g = gname(step);
-    const std::uint64_t seq = ++coll_seq[g];
-    if (!recording()) return {};
-    check::CollectiveRecord& r = log.records.collectives[{g, seq}];
-    r.kind = collective_kind(step.kind);
-    r.where = step.where.str();
-    r.root = root;
-    r.op = step.op;
-    if (r.members.empty()) {
-      if (step.group.empty() || step.group == "world") {
-        for (int i = 0; i < world; ++i) r.members.push_back(i);
-      } else {
-        r.members = groups[step.group].ranks();
-      }
-    }
-    r.issued.insert(rank);
-    r.inputs[rank] = inputs();
-    check::OpRecords* rec = &log.records;
-    const int me = rank;
-    return [rec, g, seq, me, outputs = std::move(outputs)] { rec->collectives[{g, seq}].outputs[me] = outputs(); };
   }
 
   static std::vector<TensorView> views(std::vector<Tensor>& l) {
@@ -301,184 +222,66 @@ struct Interpreter::State {
     for (Tensor& t : l) v.push_back(t.view());
     return v;
   }
-  static std::vector<const Tensor*> ptrs(const std::vector<Tensor>& l) {
-    std::vector<const Tensor*> v;
-    for (const Tensor& t : l) v.push_back(&t);
-    return v;
+
+  // The call an op step makes on this rank.
+  DistCall call_of(const Step& step) {
+    const OpSpec& spec = step.spec();
+    DistCall c;
+    c.kind = step.op;
+    c.async = step.async;
+    c.group = group(step);
+    if (step.any_source) c.peer = kAnySource;
+    else if (step.peer) c.peer = peer(step);
+    if (spec.tag) c.tag = static_cast<int>(step.tag.eval(vars()));
+    c.reduce_op = step.reduce_op;
+    c.algorithm = step.algorithm;
+    c.timeout_ns = step.timeout_ns;
+    c.wait_all_ranks = step.wait_all_ranks;
+    const bool is_root = spec.rooted && c.peer == rank;
+    for (std::size_t k = 0; k < kNumSlots; ++k) {
+      const auto slot = static_cast<Slot>(k);
+      const Operand& o = spec.operand(slot);
+      if (!o.present()) continue;
+      if (!o.is_list()) c.set_views(slot, {tensors[step.slot(slot)].view()});
+      else if (o.passed_by(is_root)) c.set_views(slot, views(lists[step.slot(slot)]));
+    }
+    if (spec.splits) {
+      // Sizes in rows of dim 0 in the file; in elements at the seam. Without
+      // sizes torch cuts evenly, and the seam is given none either.
+      const std::size_t n = group_size(step);
+      auto elements = [&](const SplitSizes& sp, const Tensor& x) {
+        std::vector<std::size_t> e;
+        const std::size_t rows = x.shape().empty() ? 1 : static_cast<std::size_t>(x.shape()[0]);
+        const std::size_t row = rows ? x.count() / rows : 0;
+        for (double r : sp.eval(rank, world, n)) e.push_back(static_cast<std::size_t>(r) * row);
+        return e;
+      };
+      if (step.input_splits.given()) c.input_splits = elements(step.input_splits, tensors[step.tensor]);
+      if (step.output_splits.given()) c.output_splits = elements(step.output_splits, tensors[step.output]);
+    }
+    for (const P2PStep& p : step.p2p)
+      c.p2p.push_back(P2POp{p.is_send, tensors[p.tensor].view(), static_cast<int>(p.peer.eval(vars())),
+                            static_cast<int>(p.tag.eval(vars()))});
+    return c;
   }
 
   Task<void> execute(const Step& step) {
-    CollectiveOptions o{step.algorithm, step.timeout_ns, !step.handle.empty()};
-    const Group g = group(step);
-    const bool member = is_member(step);
     switch (step.kind) {
-      case StepKind::kSend:
-      case StepKind::kIsend: {
-        Tensor& t = tensors[step.tensor];
-        const int dst = peer(step);
-        const int tag = static_cast<int>(step.tag.eval(vars()));
-        if (recording() && member) log.records.sends[{rank, dst, gname(step), tag}].push_back(clone(t));
-        Work w = step.kind == StepKind::kSend ? d.send(t, dst, tag, g) : d.isend(t, dst, tag, g);
-        co_await launch(step, std::move(w), {});
-        co_return;
-      }
-      case StepKind::kRecv:
-      case StepKind::kIrecv: {
-        Tensor& t = tensors[step.tensor];
-        const int src = step.any_source ? kAnySource : peer(step);
-        const int tag = static_cast<int>(step.tag.eval(vars()));
-        Work w = step.kind == StepKind::kRecv ? d.recv(t, src, tag, g) : d.irecv(t, src, tag, g);
+      case StepKind::kOp: {
+        const DistCall c = call_of(step);
+        // Inputs are recorded before the call: an implementation that can
+        // only block completes it inside dispatch().
+        std::function<void(const Work&)> recorded;
+        if (recording()) recorded = recorder.before(c, gname(step), step.where.str());
+        Work work = dispatch(d, c);
         std::function<void()> done;
-        if (recording() && member) {
-          const std::uint64_t order = ++recv_order;
-          check::OpRecords* rec = &log.records;
-          const int me = rank;
-          const std::string gn = gname(step);
-          const Tensor* tp = &t;
-          Work wc = w;
-          const std::string where = step.where.str();
-          done = [rec, me, gn, tag, order, tp, wc, where] {
-            rec->recvs.push_back(check::RecvRecord{me, gn, tag, wc.source_rank(), order, clone(*tp), where});
-          };
-        }
-        co_await launch(step, std::move(w), std::move(done));
+        if (recorded) done = [recorded = std::move(recorded), work] { recorded(work); };
+        co_await launch(step, std::move(work), std::move(done));
         co_return;
       }
       case StepKind::kWait:
         for (const auto& h : step.handles) co_await finish(handles[h]);
         co_return;
-      case StepKind::kBroadcast: {
-        Tensor& t = tensors[step.tensor];
-        const int root = peer(step);
-        std::function<void()> done;
-        if (member)
-          done = record_collective(step, root, root == rank ? std::vector<const Tensor*>{&t} : std::vector<const Tensor*>{},
-                                   {&t});
-        co_await launch(step, d.broadcast(t, root, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kReduce: {
-        Tensor& t = tensors[step.tensor];
-        const int root = peer(step);
-        std::function<void()> done;
-        if (member) done = record_collective(step, root, {&t}, {&t});
-        co_await launch(step, d.reduce(t, root, step.op, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kAllReduce: {
-        Tensor& t = tensors[step.tensor];
-        std::function<void()> done;
-        if (member) done = record_collective(step, -1, {&t}, {&t});
-        co_await launch(step, d.all_reduce(t, step.op, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kScatter: {
-        Tensor& t = tensors[step.tensor];
-        const int root = peer(step);
-        auto& l = lists[step.list];
-        const bool is_root = root == rank;
-        std::vector<TensorView> v = is_root ? views(l) : std::vector<TensorView>{};
-        std::function<void()> done;
-        if (member) done = record_collective(step, root, is_root ? ptrs(l) : std::vector<const Tensor*>{}, {&t});
-        co_await launch(step, d.scatter(t, root, v, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kGather: {
-        Tensor& t = tensors[step.tensor];
-        const int root = peer(step);
-        auto& l = lists[step.list];
-        const bool is_root = root == rank;
-        std::vector<TensorView> v = is_root ? views(l) : std::vector<TensorView>{};
-        std::function<void()> done;
-        if (member) done = record_collective(step, root, {&t}, is_root ? ptrs(l) : std::vector<const Tensor*>{});
-        co_await launch(step, d.gather(t, root, v, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kAllGather: {
-        Tensor& t = tensors[step.tensor];
-        auto& l = lists[step.list];
-        std::vector<TensorView> v = views(l);
-        std::function<void()> done;
-        if (member) done = record_collective(step, -1, {&t}, ptrs(l));
-        co_await launch(step, d.all_gather(v, t, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kAllGatherIntoTensor: {
-        Tensor& t = tensors[step.tensor];
-        Tensor& out = tensors[step.output];
-        std::function<void()> done;
-        if (member) {
-          // The oracle sees the output as the list of blocks all_gather fills.
-          done = record_collective_as(
-              step, -1, [&] { return std::vector<Tensor>{clone(t)}; },
-              [&t, &out] { return cut(out, std::vector<std::size_t>(t.count() ? out.count() / t.count() : 0, t.count())); });
-        }
-        co_await launch(step, d.all_gather_into_tensor(out, t, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kReduceScatter: {
-        Tensor& out = tensors[step.output];
-        auto& l = lists[step.list];
-        std::vector<TensorView> v = views(l);
-        std::function<void()> done;
-        if (member) done = record_collective(step, -1, ptrs(l), {&out});
-        co_await launch(step, d.reduce_scatter(out, v, step.op, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kReduceScatterTensor: {
-        Tensor& t = tensors[step.tensor];
-        Tensor& out = tensors[step.output];
-        std::function<void()> done;
-        if (member) {
-          // The oracle sees the input as the list reduce_scatter takes.
-          const std::size_t n = group_size(step);
-          const std::vector<std::size_t> blocks(n, n ? t.count() / n : 0);
-          done = record_collective_as(
-              step, -1, [&] { return cut(t, blocks); }, [&out] { return std::vector<Tensor>{clone(out)}; });
-        }
-        co_await launch(step, d.reduce_scatter_tensor(out, t, step.op, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kAllToAll: {
-        auto& outs = lists[step.output];
-        auto& ins = lists[step.list];
-        std::vector<TensorView> ov = views(outs), iv = views(ins);
-        std::function<void()> done;
-        if (member) done = record_collective(step, -1, ptrs(ins), ptrs(outs));
-        co_await launch(step, d.all_to_all(ov, iv, g, o), std::move(done));
-        co_return;
-      }
-      case StepKind::kAllToAllSingle: {
-        Tensor& t = tensors[step.tensor];
-        Tensor& out = tensors[step.output];
-        const std::size_t n = group_size(step);
-        // Sizes in rows of dim 0 in the file; in elements at the seam.
-        auto elements = [&](const SplitSizes& sp, const Tensor& x) {
-          std::vector<std::size_t> e;
-          const std::size_t rows = x.shape().empty() ? 1 : static_cast<std::size_t>(x.shape()[0]);
-          const std::size_t row = rows ? x.count() / rows : 0;
-          if (!sp.given()) return std::vector<std::size_t>(n, n ? x.count() / n : 0);
-          for (double r : sp.eval(rank, world, n)) e.push_back(static_cast<std::size_t>(r) * row);
-          return e;
-        };
-        const std::vector<std::size_t> out_e = elements(step.output_splits, out), in_e = elements(step.input_splits, t);
-        std::function<void()> done;
-        if (member)
-          done = record_collective_as(step, -1, [&] { return cut(t, in_e); }, [&out, out_e] { return cut(out, out_e); });
-        // Without sizes torch cuts evenly; the seam is given none either.
-        const std::vector<std::size_t> none;
-        co_await launch(step,
-                        d.all_to_all_single(out, t, step.output_splits.given() ? out_e : none,
-                                            step.input_splits.given() ? in_e : none, g, o),
-                        std::move(done));
-        co_return;
-      }
-      case StepKind::kBarrier: {
-        std::function<void()> done;
-        if (member) done = record_collective(step, -1, {}, {});
-        co_await launch(step, d.barrier(g, o), std::move(done));
-        co_return;
-      }
       case StepKind::kNewGroup:
         groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
         co_return;

@@ -2,6 +2,8 @@
 
 #include "core/tensor.h"
 #include "scenario/print_text.h"
+#include "scenario/program_checks.h"
+#include "scenario/yaml_reader.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -22,148 +24,6 @@ const std::vector<std::string> kInitVars = {"rank", "world", "i", "j"};
 const std::vector<std::string> kUpdateVars = {"rank", "world", "i", "j", "x"};
 const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
 
-// Optimal string alignment distance: insertions, deletions, substitutions
-// and transpositions of neighbours ("float23" is one edit from "float32").
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
-  std::string best;
-  std::size_t best_d = 1000;
-  for (const auto& k : known) {
-    const std::size_t d = edit_distance(word, k);
-    if (d < best_d) {
-      best_d = d;
-      best = k;
-    }
-  }
-  if (!best.empty() && best_d <= std::max<std::size_t>(2, word.size() / 3)) return " (did you mean '" + best + "'?)";
-  std::string list;
-  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  return " (expected one of: " + list + ")";
-}
-
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-
-  Location at(const YAML::Node& n) const {
-    const YAML::Mark m = n.Mark();
-    return Location{file_, m.line + 1, m.column + 1};
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ScenarioError(at(n), msg); }
-  [[noreturn]] void fail(const Location& l, const std::string& msg) const { throw ScenarioError(l, msg); }
-
-  static std::string kind_of(const YAML::Node& n) {
-    if (n.IsMap()) return "a mapping";
-    if (n.IsSequence()) return "a list";
-    if (n.IsNull()) return "nothing";
-    return "'" + n.Scalar() + "'";
-  }
-
-  void expect_map(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsMap()) fail(n, what + " must be a mapping of keys to values, not " + kind_of(n));
-  }
-
-  // Every key of `map` must be in `allowed`; keys appear once.
-  void check_keys(const YAML::Node& map, const std::vector<std::string>& allowed, const std::string& what) const {
-    std::set<std::string> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it->first.IsScalar()) fail(it->first, "keys of " + what + " must be plain words");
-      const std::string k = it->first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        fail(it->first, "unknown key '" + k + "' in " + what + did_you_mean(k, allowed));
-      if (!seen.insert(k).second) fail(it->first, "key '" + k + "' appears twice in " + what);
-    }
-  }
-
-  YAML::Node require(const YAML::Node& map, const std::string& key, const std::string& what) const {
-    YAML::Node n = map[key];
-    if (!n) fail(map, what + " needs the key '" + key + "'");
-    return n;
-  }
-
-  long long as_int(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, what + " must be an integer, not " + kind_of(n));
-    const std::string& s = n.Scalar();
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(s, &used, 0);
-      if (used == s.size()) return v;
-    } catch (const std::exception&) {
-    }
-    fail(n, what + " must be an integer, not '" + s + "'");
-  }
-  std::uint64_t as_u64(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, what + " must be a non-negative integer, not " + kind_of(n));
-    const std::string& s = n.Scalar();
-    try {
-      std::size_t used = 0;
-      if (!s.empty() && s[0] != '-') {
-        unsigned long long v = std::stoull(s, &used, 0);
-        if (used == s.size()) return v;
-      }
-    } catch (const std::exception&) {
-    }
-    fail(n, what + " must be a non-negative integer, not '" + s + "'");
-  }
-  double as_double(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, what + " must be a number, not " + kind_of(n));
-    const std::string& s = n.Scalar();
-    if (s == ".inf" || s == "inf") return INFINITY;
-    if (s == "-.inf" || s == "-inf") return -INFINITY;
-    if (s == ".nan" || s == "nan") return NAN;
-    try {
-      std::size_t used = 0;
-      double v = std::stod(s, &used);
-      if (used == s.size()) return v;
-    } catch (const std::exception&) {
-    }
-    if (s == "true" || s == "True") return 1;
-    if (s == "false" || s == "False") return 0;
-    fail(n, what + " must be a number, not '" + s + "'");
-  }
-  bool as_bool(const YAML::Node& n, const std::string& what) const {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      if (s == "true" || s == "True" || s == "yes") return true;
-      if (s == "false" || s == "False" || s == "no") return false;
-    }
-    fail(n, what + " must be true or false, not " + kind_of(n));
-  }
-  std::string as_string(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, what + " must be a string, not " + kind_of(n));
-    return n.Scalar();
-  }
-  std::vector<int> as_rank_list(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsSequence()) fail(n, what + " must be a list of ranks, not " + kind_of(n));
-    std::vector<int> out;
-    for (const auto& e : n) out.push_back(static_cast<int>(as_int(e, "each entry of " + what)));
-    return out;
-  }
-  // An expression from a number or a string.
-  Expr as_expr(const YAML::Node& n, const std::string& what, const std::vector<std::string>& vars) const {
-    if (!n.IsScalar()) fail(n, what + " must be a number or an expression, not " + kind_of(n));
-    Location l = at(n);
-    if (n.Tag() == "!" ) l.column += 1;  // quoted: point inside the quotes
-    return Expr::parse(n.Scalar(), l, vars);
-  }
-
- private:
-  std::string file_;
-};
-
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
                                            "programs", "outcome", "faults", "timeout_us", "unspecified"};
@@ -172,65 +32,57 @@ const std::vector<std::string> kTopKeys = {"version", "name", "description", "wo
 // /dev/zero is not one).
 constexpr std::uintmax_t kMaxScenarioFileBytes = 16u << 20;
 
-struct StepKeys {
-  StepKind kind;
-  const char* name;
-  std::vector<std::string> keys;
-};
-
-const std::vector<StepKeys>& step_table() {
-  static const std::vector<StepKeys> t = {
-      {StepKind::kSend, "send", {"tensor", "dst", "tag", "group"}},
-      {StepKind::kIsend, "isend", {"tensor", "dst", "tag", "group", "handle"}},
-      {StepKind::kRecv, "recv", {"tensor", "src", "tag", "group"}},
-      {StepKind::kIrecv, "irecv", {"tensor", "src", "tag", "group", "handle"}},
-      {StepKind::kWait, "wait", {"handle", "handles"}},
-      {StepKind::kBroadcast, "broadcast", {"tensor", "src", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kReduce, "reduce", {"tensor", "dst", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kAllReduce, "all_reduce", {"tensor", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kScatter, "scatter", {"tensor", "src", "list", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kGather, "gather", {"tensor", "dst", "list", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kAllGather, "all_gather", {"list", "tensor", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kAllGatherIntoTensor, "all_gather_into_tensor", {"output", "tensor", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kBarrier, "barrier", {"group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kReduceScatter, "reduce_scatter", {"output", "list", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kReduceScatterTensor, "reduce_scatter_tensor", {"output", "tensor", "reduce_op", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kAllToAll, "all_to_all", {"output", "list", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kAllToAllSingle, "all_to_all_single", {"output", "tensor", "output_split_sizes", "input_split_sizes", "group", "handle", "algorithm", "timeout_us"}},
-      {StepKind::kNewGroup, "new_group", {"name", "members"}},
-      {StepKind::kPrint, "print", {"text"}},
-      {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source", "unspecified"}},
-      {StepKind::kUpdate, "update", {"tensor", "value"}},
-  };
-  return t;
-}
-
-std::vector<std::string> op_names() {
-  std::vector<std::string> out;
-  for (const auto& s : step_table()) out.push_back(s.name);
-  return out;
-}
-
 }  // namespace
 void evaluate_shape(TensorSpec& t, int world, const Location& where);
 namespace {
 
 const std::vector<std::string> kCommonStepKeys = {"op", "ranks", "if"};
 
-std::string as_written(double v);
-bool integral(double v);
-
-bool is_async_capable(StepKind k) {
-  return k == StepKind::kIsend || k == StepKind::kIrecv || k == StepKind::kBroadcast || k == StepKind::kReduce ||
-         k == StepKind::kAllReduce || k == StepKind::kScatter || k == StepKind::kGather ||
-         k == StepKind::kAllGather || k == StepKind::kAllGatherIntoTensor || k == StepKind::kBarrier ||
-         k == StepKind::kReduceScatter || k == StepKind::kReduceScatterTensor || k == StepKind::kAllToAll ||
-         k == StepKind::kAllToAllSingle;
+// The keys a step of each control kind takes (besides op, ranks and if).
+struct ControlStep {
+  StepKind kind;
+  std::string_view name;
+  std::vector<std::string> keys;
+};
+const std::vector<ControlStep>& control_steps() {
+  static const std::vector<ControlStep> t = {
+      {StepKind::kWait, "wait", {"handle", "handles"}},
+      {StepKind::kNewGroup, "new_group", {"name", "members"}},
+      {StepKind::kPrint, "print", {"text", "unspecified"}},
+      {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source", "unspecified"}},
+      {StepKind::kUpdate, "update", {"tensor", "value"}},
+  };
+  return t;
 }
 
-bool takes_output(StepKind k) {
-  return k == StepKind::kAllGatherIntoTensor || k == StepKind::kReduceScatter || k == StepKind::kReduceScatterTensor ||
-         k == StepKind::kAllToAll || k == StepKind::kAllToAllSingle;
+// The keys an op step takes (besides op, ranks and if), from core/op.h's
+// table: its operands, its peer or root, and the arguments it takes.
+std::vector<std::string> op_step_keys(const OpSpec& s, bool async_form) {
+  std::vector<std::string> keys;
+  for (std::size_t k = 0; k < kNumSlots; ++k)
+    if (s.operand(static_cast<Slot>(k)).present()) keys.emplace_back(slot_name(static_cast<Slot>(k)));
+  if (!s.peer_key.empty()) keys.emplace_back(s.peer_key);
+  if (s.tag) keys.emplace_back("tag");
+  if (s.reduce_op) keys.emplace_back("reduce_op");
+  if (s.splits) {
+    keys.emplace_back("output_split_sizes");
+    keys.emplace_back("input_split_sizes");
+  }
+  keys.emplace_back("group");
+  // The async form: the one named so (isend), or async_op=True by a handle.
+  if (async_form || (s.async && s.async_name.empty())) keys.emplace_back("handle");
+  if (s.algorithm) keys.emplace_back("algorithm");
+  if (s.timeout) keys.emplace_back("timeout_us");
+  if (s.family == OpFamily::kBatch) keys.emplace_back("ops");
+  if (s.kind == OpKind::kMonitoredBarrier) keys.emplace_back("wait_all_ranks");
+  return keys;
+}
+
+// Every name a step's `op` takes: the ops' and the program's own.
+std::vector<std::string> step_names() {
+  std::vector<std::string> names = op_names();
+  for (const auto& c : control_steps()) names.emplace_back(c.name);
+  return names;
 }
 
 class Loader {
@@ -292,19 +144,16 @@ class Loader {
       for (auto it = p.begin(); it != p.end(); ++it) {
         const int rank = static_cast<int>(r_.as_int(it->first, "a key of programs (a rank)"));
         if (s.programs.count(rank)) r_.fail(it->first, "rank " + std::to_string(rank) + " has two programs");
-        rank_where_[rank] = r_.at(it->first);
+        s.program_where[rank] = r_.at(it->first);
         s.programs[rank] = steps(it->second, "the program of rank " + std::to_string(rank));
       }
     } else {
       r_.fail(doc, "a scenario needs 'program' (steps every rank runs) or 'programs' (steps per rank)");
     }
     if (doc["outcome"]) s.outcome = outcome(doc["outcome"]);
-    check_names(s);
-    check_world_impl(s);
+    check_program(s);
     return s;
   }
-
-  void check_world_impl(const Scenario& s);
 
   // A network profile file: {version: 1, network: {...}, ...}; other
   // top-level keys (what was measured, where, when) are informational.
@@ -432,7 +281,7 @@ class Loader {
       if (g.name == "world") r_.fail(it->first, "'world' is the name of the whole world; choose another group name");
       if (s.find_group(g.name)) r_.fail(it->first, "group '" + g.name + "' is defined twice");
       g.ranks = r_.as_rank_list(it->second, "group '" + g.name + "'");
-      group_locs_[g.name] = r_.at(it->second);
+      g.ranks_where = r_.at(it->second);
       s.groups.push_back(std::move(g));
     }
   }
@@ -507,80 +356,34 @@ class Loader {
     r_.expect_map(n, "a step");
     const YAML::Node opn = r_.require(n, "op", "a step");
     const std::string op = r_.as_string(opn, "op");
-    const StepKeys* def = nullptr;
-    for (const auto& d : step_table())
-      if (op == d.name) def = &d;
-    if (!def) r_.fail(opn, "unknown op '" + op + "'" + did_you_mean(op, op_names()));
-    std::vector<std::string> allowed = kCommonStepKeys;
-    allowed.insert(allowed.end(), def->keys.begin(), def->keys.end());
-    r_.check_keys(n, allowed, "a '" + op + "' step");
     Step s;
-    s.kind = def->kind;
     s.where = r_.at(n);
+    std::vector<std::string> allowed = kCommonStepKeys;
+    const std::optional<NamedOp> named = parse_op(op);
+    if (named) {
+      s.kind = StepKind::kOp;
+      s.op = named->kind;
+      s.async = named->async;
+      const std::vector<std::string> keys = op_step_keys(s.spec(), named->async);
+      allowed.insert(allowed.end(), keys.begin(), keys.end());
+    } else {
+      const ControlStep* c = nullptr;
+      for (const auto& d : control_steps())
+        if (op == d.name) c = &d;
+      if (!c) r_.fail(opn, "unknown op '" + op + "'" + did_you_mean(op, step_names()));
+      s.kind = c->kind;
+      allowed.insert(allowed.end(), c->keys.begin(), c->keys.end());
+    }
+    r_.check_keys(n, allowed, "a '" + op + "' step");
     const std::string what = "'" + op + "'";
     if (n["ranks"]) s.ranks = r_.as_rank_list(n["ranks"], "ranks");
     if (n["if"]) s.when = r_.as_expr(n["if"], "if", kPeerVars);
     auto need = [&](const char* key) { return r_.require(n, key, "a " + what + " step"); };
     auto str = [&](const char* key) { return r_.as_string(n[key], key); };
-    const bool takes_tensor = std::find(def->keys.begin(), def->keys.end(), "tensor") != def->keys.end();
-    if (takes_tensor && s.kind != StepKind::kExpect) s.tensor = r_.as_string(need("tensor"), "tensor");
-    if (s.kind == StepKind::kExpect && n["tensor"]) s.tensor = str("tensor");
-    if (n["list"]) s.list = str("list");
-    if (n["output"]) s.output = str("output");
-    if (takes_output(s.kind) && !n["output"]) need("output");
-    if (n["output_split_sizes"]) s.output_splits = split_sizes(n["output_split_sizes"], "output_split_sizes");
-    if (n["input_split_sizes"]) s.input_splits = split_sizes(n["input_split_sizes"], "input_split_sizes");
+    if (s.kind == StepKind::kOp) op_arguments(n, s, need);
+    if (n["tensor"] && s.tensor.empty()) s.tensor = str("tensor");
     if (n["group"]) s.group = str("group");
     if (n["handle"]) s.handle = str("handle");
-    s.tag = Expr::constant(0);
-    if (n["tag"]) s.tag = r_.as_expr(n["tag"], "tag", kPeerVars);
-    const char* peer_key = nullptr;
-    switch (s.kind) {
-      case StepKind::kSend:
-      case StepKind::kIsend:
-      case StepKind::kReduce:
-      case StepKind::kGather: peer_key = "dst"; break;
-      case StepKind::kRecv:
-      case StepKind::kIrecv:
-      case StepKind::kBroadcast:
-      case StepKind::kScatter: peer_key = "src"; break;
-      default: break;
-    }
-    if (peer_key) {
-      const bool is_recv = s.kind == StepKind::kRecv || s.kind == StepKind::kIrecv;
-      if (is_recv && !n[peer_key]) {
-        s.any_source = true;
-      } else {
-        const YAML::Node p = need(peer_key);
-        if (is_recv && p.IsScalar() && (p.Scalar() == "any" || p.Scalar() == "ANY")) s.any_source = true;
-        else s.peer = r_.as_expr(p, peer_key, kPeerVars);
-      }
-    }
-    if ((s.kind == StepKind::kScatter || s.kind == StepKind::kGather || s.kind == StepKind::kAllGather ||
-         s.kind == StepKind::kReduceScatter || s.kind == StepKind::kAllToAll) &&
-        !n["list"])
-      need("list");
-    if (s.kind == StepKind::kIsend || s.kind == StepKind::kIrecv) need("handle");
-    if (n["reduce_op"]) {
-      auto o = parse_reduce_op(str("reduce_op"));
-      std::vector<std::string> names;
-      for (int i = 0; i < kNumReduceOps; ++i) names.emplace_back(reduce_op_name(static_cast<ReduceOp>(i)));
-      if (!o) r_.fail(n["reduce_op"], "unknown reduce_op '" + n["reduce_op"].Scalar() + "'" + did_you_mean(n["reduce_op"].Scalar(), names));
-      s.op = *o;
-    }
-    if (n["timeout_us"]) {
-      const double t = r_.as_double(n["timeout_us"], "timeout_us");
-      if (!(t > 0)) r_.fail(n["timeout_us"], "timeout_us must be > 0");
-      s.timeout_ns = static_cast<Nanos>(t * 1000);
-    }
-    if (n["algorithm"]) {
-      auto a = parse_algorithm(str("algorithm"));
-      std::vector<std::string> names;
-      for (int i = 0; i <= static_cast<int>(Algorithm::kDissemination); ++i)
-        names.emplace_back(algorithm_name(static_cast<Algorithm>(i)));
-      if (!a) r_.fail(n["algorithm"], "unknown algorithm '" + n["algorithm"].Scalar() + "'" + did_you_mean(n["algorithm"].Scalar(), names));
-      s.algorithm = *a;
-    }
     switch (s.kind) {
       case StepKind::kWait:
         if (n["handle"] && n["handles"]) r_.fail(n, "a 'wait' step takes 'handle' or 'handles', not both");
@@ -602,9 +405,11 @@ class Loader {
         s.text = r_.as_string(text, "text");
         s.text_where = r_.at(text);
         if (text.Tag() == "!") s.text_where.column += 1;  // quoted: point inside the quotes
+        if (n["unspecified"]) s.unspecified = r_.as_string(n["unspecified"], "unspecified");
         break;
       }
       case StepKind::kUpdate:
+        s.tensor = r_.as_string(need("tensor"), "tensor");
         s.value = r_.as_expr(need("value"), "value", kUpdateVars);
         s.has_value = true;
         break;
@@ -615,7 +420,7 @@ class Loader {
           if (e.IsSequence()) {
             for (const auto& x : e) {
               s.equals.push_back(r_.as_double(x, "each of equals"));
-              equals_where_.push_back(r_.at(x));
+              s.equals_where.push_back(r_.at(x));
             }
           } else {
             s.value = r_.as_expr(e, "equals", kInitVars);
@@ -636,9 +441,88 @@ class Loader {
       default:
         break;
     }
-    if (!s.handle.empty() && !is_async_capable(s.kind) && s.kind != StepKind::kExpect)
-      r_.fail(n["handle"], "a '" + op + "' step cannot take a handle");
     return s;
+  }
+
+  // An op step's arguments, as core/op.h's table says the op takes them.
+  template <typename Need>
+  void op_arguments(const YAML::Node& n, Step& s, Need need) {
+    const OpSpec& spec = s.spec();
+    for (std::size_t k = 0; k < kNumSlots; ++k) {
+      const auto slot = static_cast<Slot>(k);
+      if (!spec.operand(slot).present()) continue;
+      const std::string key(slot_name(slot));
+      const std::string name = r_.as_string(need(key.c_str()), key);
+      (slot == Slot::kTensor ? s.tensor : slot == Slot::kList ? s.list : s.output) = name;
+    }
+    s.tag = Expr::constant(0);
+    if (n["tag"]) s.tag = r_.as_expr(n["tag"], "tag", kPeerVars);
+    if (!spec.peer_key.empty()) {
+      const std::string key(spec.peer_key);
+      if (spec.any_source && !n[key]) {
+        s.any_source = true;
+      } else {
+        const YAML::Node p = need(key.c_str());
+        if (spec.any_source && p.IsScalar() && (p.Scalar() == "any" || p.Scalar() == "ANY")) s.any_source = true;
+        else s.peer = r_.as_expr(p, key, kPeerVars);
+      }
+    }
+    if (spec.splits) {
+      if (n["output_split_sizes"]) s.output_splits = split_sizes(n["output_split_sizes"], "output_split_sizes");
+      if (n["input_split_sizes"]) s.input_splits = split_sizes(n["input_split_sizes"], "input_split_sizes");
+    }
+    // The form named for async use (isend) keeps a handle; a collective
+    // given one is async_op=True.
+    if (s.async) need("handle");
+    if (n["handle"] && spec.async_name.empty()) s.async = true;
+    if (n["reduce_op"]) {
+      const std::string name = r_.as_string(n["reduce_op"], "reduce_op");
+      auto o = parse_reduce_op(name);
+      std::vector<std::string> names;
+      for (int i = 0; i < kNumReduceOps; ++i) names.emplace_back(reduce_op_name(static_cast<ReduceOp>(i)));
+      if (!o) r_.fail(n["reduce_op"], "unknown reduce_op '" + name + "'" + did_you_mean(name, names));
+      s.reduce_op = *o;
+    }
+    if (n["timeout_us"]) {
+      const double t = r_.as_double(n["timeout_us"], "timeout_us");
+      if (!(t > 0)) r_.fail(n["timeout_us"], "timeout_us must be > 0");
+      s.timeout_ns = static_cast<Nanos>(t * 1000);
+    }
+    if (n["algorithm"]) {
+      const std::string name = r_.as_string(n["algorithm"], "algorithm");
+      auto a = parse_algorithm(name);
+      std::vector<std::string> names;
+      for (Algorithm x : algorithms_for(spec.collective)) names.emplace_back(algorithm_name(x));
+      if (!a) r_.fail(n["algorithm"], "unknown algorithm '" + name + "'" + did_you_mean(name, names));
+      s.algorithm = *a;
+    }
+    if (n["wait_all_ranks"]) s.wait_all_ranks = r_.as_bool(n["wait_all_ranks"], "wait_all_ranks");
+    if (spec.family == OpFamily::kBatch) s.p2p = batch_ops(need("ops"));
+  }
+
+  // batch_isend_irecv's ops: a list of {op: isend|irecv, tensor, dst|src, tag}.
+  std::vector<P2PStep> batch_ops(const YAML::Node& n) {
+    if (!n.IsSequence()) r_.fail(n, "ops must be a list of {op: isend, tensor: T, dst: R} or {op: irecv, tensor: T, "
+                                    "src: R}, not " + Reader::kind_of(n));
+    std::vector<P2PStep> ops;
+    for (const auto& e : n) {
+      r_.expect_map(e, "each of ops");
+      P2PStep p;
+      p.where = r_.at(e);
+      const std::string op = r_.as_string(r_.require(e, "op", "each of ops"), "op");
+      if (op != "isend" && op != "irecv")
+        r_.fail(e["op"], "ops of batch_isend_irecv are 'isend' or 'irecv', not '" + op + "'" +
+                             did_you_mean(op, {"isend", "irecv"}));
+      p.is_send = op == "isend";
+      const char* peer = p.is_send ? "dst" : "src";
+      r_.check_keys(e, {"op", "tensor", peer, "tag"}, "an '" + op + "' of ops");
+      p.tensor = r_.as_string(r_.require(e, "tensor", "an '" + op + "' of ops"), "tensor");
+      p.peer = r_.as_expr(r_.require(e, peer, "an '" + op + "' of ops"), peer, kPeerVars);
+      p.tag = e["tag"] ? r_.as_expr(e["tag"], "tag", kPeerVars) : Expr::constant(0);
+      ops.push_back(std::move(p));
+    }
+    if (ops.empty()) r_.fail(n, "ops lists no op; batch_isend_irecv needs at least one");
+    return ops;
   }
 
   Outcome outcome(const YAML::Node& n) {
@@ -672,173 +556,6 @@ class Loader {
     return o;
   }
 
-  // Names: every tensor, list, group and handle a step refers to exists and
-  // is of the right sort; new groups and handles are not defined twice.
-  // A print step's text: every field names something and every tensor
-  // index is in range (lists, whose length may depend on the world, are
-  // checked with it).
-  void check_print(const Scenario& s, const Step& st, const std::set<std::string>& handles) {
-    std::optional<PrintTextError> error;
-    const auto parts = parse_print_text(st.text, &error);
-    auto at = [&](std::size_t offset) {
-      Location l = st.text_where.line > 0 ? st.text_where : st.where;
-      l.column += static_cast<int>(offset);
-      return l;
-    };
-    if (error) r_.fail(at(error->offset), "print: " + error->message);
-    for (const PrintPart& p : parts) {
-      if (!p.is_field) continue;
-      const std::string field = "{" + p.text + (p.source ? ".source" : "") + (p.index ? "[" + std::to_string(*p.index) + "]" : "") + "}";
-      if (p.source) {
-        if (!handles.count(p.text)) r_.fail(at(p.offset), "print: " + field + " names no handle of an earlier step");
-        continue;
-      }
-      if (p.text == "rank" || p.text == "world") {
-        if (p.index) r_.fail(at(p.offset), "print: " + field + ": " + p.text + " is a number, it has no elements");
-        continue;
-      }
-      const TensorSpec* t = s.find_tensor(p.text);
-      if (!t) {
-        std::vector<std::string> names = {"rank", "world"};
-        for (const auto& x : s.tensors) names.push_back(x.name);
-        r_.fail(at(p.offset), "print: " + field + " names nothing (fields: rank, world, a tensor or list, "
-                              "HANDLE.source)" + did_you_mean(p.text, names));
-      }
-      if (!t->list && p.index && *p.index >= t->count())
-        r_.fail(at(p.offset), "print: " + field + ": tensor '" + t->name + "' has " + std::to_string(t->count()) + " elements");
-      if (p.repr && !p.index) r_.fail(at(p.offset), "print: " + field + ": !r takes an element, " + p.text + "[k]");
-    }
-  }
-
-  void check_names(const Scenario& s) {
-    // The literal values an expect step compares with must fit its tensor.
-    std::size_t at_equals = 0;
-    auto check_equals = [&](const Step& st) {
-      const TensorSpec* t = st.kind == StepKind::kExpect && !st.tensor.empty() ? s.find_tensor(st.tensor) : nullptr;
-      for (double x : st.equals) {
-        const Location& where = at_equals < equals_where_.size() ? equals_where_[at_equals] : st.where;
-        ++at_equals;
-        if (!t) continue;
-        if (auto why = value_unfit(t->dtype, x)) r_.fail(where, "equals of tensor '" + t->name + "': " + *why);
-      }
-    };
-    for (const Step& st : s.program) check_equals(st);
-    for (const auto& [rank, prog] : s.programs)
-      for (const Step& st : prog) check_equals(st);
-    auto check_prog = [&](const std::vector<Step>& prog) {
-      std::set<std::string> groups;
-      for (const auto& g : s.groups) groups.insert(g.name);
-      std::set<std::string> handles;
-      for (const Step& st : prog) {
-        auto tensor = [&](const std::string& name, bool want_list, const char* role) {
-          const TensorSpec* t = s.find_tensor(name);
-          if (!t) {
-            std::vector<std::string> names;
-            for (const auto& x : s.tensors) names.push_back(x.name);
-            r_.fail(st.where, "unknown tensor '" + name + "'" + (names.empty() ? std::string(" (no tensors are defined)") : did_you_mean(name, names)));
-          }
-          if (want_list && !t->list)
-            r_.fail(st.where, std::string(role) + " '" + name + "' must be a list tensor (give it 'list: N')");
-          if (!want_list && t->list)
-            r_.fail(st.where, std::string(role) + " '" + name + "' is a list; this step needs a single tensor");
-          return t;
-        };
-        auto any_tensor = [&](const std::string& name) {
-          const TensorSpec* t = s.find_tensor(name);
-          if (!t) {
-            std::vector<std::string> names;
-            for (const auto& x : s.tensors) names.push_back(x.name);
-            r_.fail(st.where, "unknown tensor '" + name + "'" + (names.empty() ? std::string(" (no tensors are defined)") : did_you_mean(name, names)));
-          }
-          return t;
-        };
-        if (!st.group.empty() && st.group != "world" && !groups.count(st.group)) {
-          std::vector<std::string> names(groups.begin(), groups.end());
-          r_.fail(st.where, "unknown group '" + st.group + "'" + (names.empty() ? std::string(" (no groups are defined)") : did_you_mean(st.group, names)));
-        }
-        switch (st.kind) {
-          case StepKind::kAllGather: {
-            const TensorSpec* in = tensor(st.tensor, false, "tensor");
-            const TensorSpec* out = tensor(st.list, true, "list");
-            shapes_match(st, *in, *out);
-            break;
-          }
-          case StepKind::kReduceScatter: {
-            const TensorSpec* out = tensor(st.output, false, "output");
-            const TensorSpec* l = tensor(st.list, true, "list");
-            shapes_match(st, *out, *l);
-            break;
-          }
-          case StepKind::kAllToAll: {
-            const TensorSpec* out = tensor(st.output, true, "output");
-            const TensorSpec* in = tensor(st.list, true, "list");
-            if (in->dtype != out->dtype || in->count() != out->count())
-              r_.fail(st.where, "mismatched shapes: each entry of output '" + out->name + "' is " +
-                                    std::string(dtype_name(out->dtype)) + " x " + std::to_string(out->count()) +
-                                    " but each entry of list '" + in->name + "' is " + std::string(dtype_name(in->dtype)) +
-                                    " x " + std::to_string(in->count()));
-            break;
-          }
-          case StepKind::kAllGatherIntoTensor:
-          case StepKind::kReduceScatterTensor:
-          case StepKind::kAllToAllSingle: {
-            const TensorSpec* in = tensor(st.tensor, false, "tensor");
-            const TensorSpec* out = tensor(st.output, false, "output");
-            if (in->dtype != out->dtype)
-              r_.fail(st.where, "output '" + out->name + "' is " + std::string(dtype_name(out->dtype)) + " but tensor '" +
-                                    in->name + "' is " + std::string(dtype_name(in->dtype)));
-            break;
-          }
-          case StepKind::kScatter:
-          case StepKind::kGather: {
-            const TensorSpec* in = tensor(st.tensor, false, "tensor");
-            const TensorSpec* l = tensor(st.list, true, "list");
-            shapes_match(st, *in, *l);
-            break;
-          }
-          case StepKind::kExpect:
-            if (!st.tensor.empty()) {
-              const TensorSpec* t = any_tensor(st.tensor);
-              if (!st.equals.empty() && st.equals.size() != t->count())
-                r_.fail(st.where, "mismatched shapes: tensor '" + st.tensor + "' has " + std::to_string(t->count()) +
-                                      " elements per tensor but 'equals' lists " + std::to_string(st.equals.size()));
-            }
-            if (!st.handle.empty() && !handles.count(st.handle))
-              r_.fail(st.where, "unknown handle '" + st.handle + "'");
-            break;
-          case StepKind::kUpdate:
-            any_tensor(st.tensor);
-            break;
-          case StepKind::kWait:
-            for (const auto& h : st.handles)
-              if (!handles.count(h)) {
-                std::vector<std::string> names(handles.begin(), handles.end());
-                r_.fail(st.where, "unknown handle '" + h + "'" + (names.empty() ? std::string(" (no async op before this step names one)") : did_you_mean(h, names)));
-              }
-            break;
-          case StepKind::kNewGroup:
-            if (st.name == "world" || groups.count(st.name)) r_.fail(st.where, "group '" + st.name + "' is defined twice");
-            groups.insert(st.name);
-            break;
-          case StepKind::kPrint:
-            check_print(s, st, handles);
-            break;
-          case StepKind::kBarrier:
-            break;
-          default:
-            if (!st.tensor.empty()) tensor(st.tensor, false, "tensor");
-            break;
-        }
-        if (!st.handle.empty() && st.kind != StepKind::kExpect) {
-          if (!handles.insert(st.handle).second)
-            r_.fail(st.where, "handle '" + st.handle + "' is defined twice in this program");
-        }
-      }
-    };
-    check_prog(s.program);
-    for (const auto& [rank, prog] : s.programs) check_prog(prog);
-  }
-
   // A list of expressions of rank and world, or one expression of rank,
   // world and j.
   SplitSizes split_sizes(const YAML::Node& n, const std::string& key) {
@@ -853,246 +570,11 @@ class Loader {
     return out;
   }
 
-  // all_to_all_single's rule for one side on one rank, as torch checks it:
-  // one size per group rank, summing to dim 0; without sizes, dim 0 divides
-  // evenly.
-  void check_splits(const Step& st, const SplitSizes& splits, const char* key, const TensorSpec& t, int rank, int world,
-                    std::size_t n, const std::string& gname) {
-    const std::string on = " on rank " + std::to_string(rank);
-    const std::int64_t rows = t.shape.empty() ? 1 : t.shape[0];
-    if (!splits.given()) {
-      if (n && rows % static_cast<std::int64_t>(n) != 0)
-        r_.fail(st.where, "tensor '" + t.name + "' has " + std::to_string(rows) + " rows in dim 0, which " + gname +
-                              "'s " + std::to_string(n) + " ranks do not divide; give " + key);
-      return;
-    }
-    const std::vector<double> v = splits.eval(rank, world, n);
-    if (v.size() != n)
-      r_.fail(splits.where, std::string(key) + " lists " + std::to_string(v.size()) + " sizes but " + gname + " has " +
-                                std::to_string(n) + " ranks");
-    double sum = 0;
-    for (std::size_t j = 0; j < v.size(); ++j) {
-      if (!integral(v[j]) || v[j] < 0)
-        r_.fail(splits.where, std::string(key) + "[" + std::to_string(j) + "] is " + as_written(v[j]) + on +
-                                  "; sizes are whole numbers of rows, at least 0");
-      sum += v[j];
-    }
-    if (sum != static_cast<double>(rows))
-      r_.fail(splits.where, std::string(key) + " sum to " + as_written(sum) + on + " but tensor '" + t.name + "' has " +
-                                std::to_string(rows) + " rows in dim 0");
-  }
-
-  void shapes_match(const Step& st, const TensorSpec& t, const TensorSpec& l) {
-    if (t.dtype != l.dtype || t.count() != l.count())
-      r_.fail(st.where, "mismatched shapes: each entry of list '" + l.name + "' is " + std::string(dtype_name(l.dtype)) +
-                            " x " + std::to_string(l.count()) + " but tensor '" + t.name + "' is " +
-                            std::string(dtype_name(t.dtype)) + " x " + std::to_string(t.count()));
-  }
-
- public:
+ private:
   Reader r_;
   std::string file_;
-  std::map<std::string, Location> group_locs_;
-  std::map<int, Location> rank_where_;
-  std::vector<Location> equals_where_;  // of every expect step's `equals` values, in file order
   LoadOverrides overrides_;
 };
-
-// A number in a message as a person writes it: 1000000000000, not
-// 1000000000000.000000; 2.5; 1e+20.
-std::string as_written(double v) {
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e16) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-  }
-  return python_float(v);
-}
-
-std::map<std::string, double> vars_for(int rank, int world) {
-  return {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
-}
-
-bool integral(double v) { return std::isfinite(v) && v == std::floor(v); }
-
-void Loader::check_world_impl(const Scenario& s) {
-  const int W = s.world;
-  std::map<std::string, std::vector<int>> groups;
-  for (const auto& g : s.groups) {
-    if (g.ranks.empty()) r_.fail(g.where, "group '" + g.name + "' has no ranks");
-    std::set<int> seen;
-    for (int r : g.ranks) {
-      if (r < 0 || r >= W)
-        r_.fail(group_locs_.count(g.name) ? group_locs_[g.name] : g.where,
-                "rank " + std::to_string(r) + " in group '" + g.name + "' is out of range for world " + std::to_string(W));
-      if (!seen.insert(r).second) r_.fail(g.where, "rank " + std::to_string(r) + " is listed twice in group '" + g.name + "'");
-    }
-    groups[g.name] = std::vector<int>(seen.begin(), seen.end());
-  }
-  for (const auto& [rank, where] : rank_where_)
-    if (rank < 0 || rank >= W) r_.fail(where, "program for rank " + std::to_string(rank) + " is out of range for world " + std::to_string(W));
-  for (const auto& t : s.tensors) {
-    if (t.list) {
-      const double n = t.list->eval(vars_for(0, W));
-      if (!integral(n) || n < 0 || n > 1e6) r_.fail(t.where, "list of tensor '" + t.name + "' must be a count between 0 and 1000000, not " + as_written(n));
-    }
-  }
-  auto fault_rank = [&](int r, const std::string& what) {
-    if (r >= W) r_.fail(s.where, "fault: " + what + " " + std::to_string(r) + " is out of range for world " + std::to_string(W));
-  };
-  for (const auto& f : s.faults.messages) {
-    fault_rank(f.src, "src");
-    fault_rank(f.dst, "dst");
-  }
-  for (const auto& c : s.faults.crashes) fault_rank(c.rank, "crash rank");
-  for (const auto& c : s.faults.slow) fault_rank(c.rank, "slow rank");
-  for (const auto& c : s.faults.skews) fault_rank(c.rank, "skew rank");
-  for (const auto& p : s.faults.partitions)
-    for (int r : p.a) fault_rank(r, "partition rank");
-  if (s.outcome.rank && (*s.outcome.rank < 0 || *s.outcome.rank >= W))
-    r_.fail(s.outcome.where, "outcome rank " + std::to_string(*s.outcome.rank) + " is out of range for world " + std::to_string(W));
-  for (int r : s.outcome.deadlocked_ranks)
-    if (r < 0 || r >= W) r_.fail(s.outcome.where, "deadlocked rank " + std::to_string(r) + " is out of range for world " + std::to_string(W));
-
-  auto check_prog = [&](const std::vector<Step>& prog, std::optional<int> only_rank) {
-    auto grp = groups;
-    for (const Step& st : prog) {
-      if (st.ranks)
-        for (int r : *st.ranks)
-          if (r < 0 || r >= W) r_.fail(st.where, "rank " + std::to_string(r) + " in 'ranks' is out of range for world " + std::to_string(W));
-      if (st.kind == StepKind::kNewGroup) {
-        std::set<int> seen;
-        for (int r : st.members) {
-          if (r < 0 || r >= W) r_.fail(st.where, "rank " + std::to_string(r) + " in members is out of range for world " + std::to_string(W));
-          if (!seen.insert(r).second) r_.fail(st.where, "rank " + std::to_string(r) + " is listed twice in members");
-        }
-        if (seen.empty()) r_.fail(st.where, "new_group needs at least one member");
-        grp[st.name] = std::vector<int>(seen.begin(), seen.end());
-        continue;
-      }
-      std::vector<int> members;
-      if (st.group.empty() || st.group == "world") {
-        for (int r = 0; r < W; ++r) members.push_back(r);
-      } else {
-        members = grp[st.group];
-      }
-      const std::string gname = st.group.empty() ? "world" : "group '" + st.group + "'";
-      const bool collective = st.kind == StepKind::kBroadcast || st.kind == StepKind::kReduce ||
-                              st.kind == StepKind::kAllReduce || st.kind == StepKind::kScatter ||
-                              st.kind == StepKind::kGather || st.kind == StepKind::kAllGather ||
-                              st.kind == StepKind::kAllGatherIntoTensor || st.kind == StepKind::kReduceScatter ||
-                              st.kind == StepKind::kReduceScatterTensor || st.kind == StepKind::kAllToAll ||
-                              st.kind == StepKind::kAllToAllSingle;
-      if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce || st.kind == StepKind::kReduceScatter ||
-          st.kind == StepKind::kReduceScatterTensor) {
-        const bool into_output = st.kind == StepKind::kReduceScatter || st.kind == StepKind::kReduceScatterTensor;
-        const TensorSpec* t = s.find_tensor(into_output ? st.output : st.tensor);
-        if (auto why = reduce_op_unsupported(st.op, t->dtype)) r_.fail(st.where, *why);
-      }
-      if ((collective || st.kind == StepKind::kBarrier) && st.algorithm != Algorithm::kAuto) {
-        CollectiveKind k = st.kind == StepKind::kBarrier ? CollectiveKind::kBarrier : CollectiveKind::kBroadcast;
-        if (st.kind == StepKind::kReduce) k = CollectiveKind::kReduce;
-        if (st.kind == StepKind::kAllReduce) k = CollectiveKind::kAllReduce;
-        if (st.kind == StepKind::kScatter) k = CollectiveKind::kScatter;
-        if (st.kind == StepKind::kGather) k = CollectiveKind::kGather;
-        if (st.kind == StepKind::kAllGather || st.kind == StepKind::kAllGatherIntoTensor) k = CollectiveKind::kAllGather;
-        if (st.kind == StepKind::kReduceScatter || st.kind == StepKind::kReduceScatterTensor)
-          k = CollectiveKind::kReduceScatter;
-        if (st.kind == StepKind::kAllToAll || st.kind == StepKind::kAllToAllSingle) k = CollectiveKind::kAllToAll;
-        if (!algorithm_supports(st.algorithm, k))
-          r_.fail(st.where, "algorithm '" + std::string(algorithm_name(st.algorithm)) + "' does not implement " + step_kind_name(st.kind));
-      }
-      for (int r = 0; r < W; ++r) {
-        if (only_rank && r != *only_rank) continue;
-        if (st.ranks && std::find(st.ranks->begin(), st.ranks->end(), r) == st.ranks->end()) continue;
-        const auto vars = vars_for(r, W);
-        if (st.when && st.when->eval(vars) == 0) continue;
-        const bool member = std::binary_search(members.begin(), members.end(), r);
-        const std::string on = " on rank " + std::to_string(r);
-        if (st.tag.valid() && (st.kind == StepKind::kSend || st.kind == StepKind::kIsend || st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv)) {
-          const double tag = st.tag.eval(vars);
-          if (!integral(tag) || tag < 0 || tag > 2147483647.0)
-            r_.fail(st.where, "tag " + st.tag.text() + " is " + as_written(tag) + on + "; tags are integers from 0 to 2147483647");
-        }
-        if (st.peer && member) {
-          const double p = st.peer->eval(vars);
-          const bool is_root = collective;
-          const std::string what = is_root ? "root" : (st.kind == StepKind::kRecv || st.kind == StepKind::kIrecv ? "src" : "dst");
-          if (!integral(p) || p < 0 || p >= W)
-            r_.fail(st.where, what + " " + st.peer->text() + " is " + as_written(p) + on +
-                                  ", out of range for world " + std::to_string(W));
-          if (!std::binary_search(members.begin(), members.end(), static_cast<int>(p)))
-            r_.fail(st.where, what + " " + std::to_string(static_cast<int>(p)) + on + " is not a member of " + gname);
-          if (st.kind == StepKind::kSend && static_cast<int>(p) == r)
-            r_.fail(st.where, "blocking send to itself" + on + " can never complete; use isend and irecv");
-        }
-        if (member && (st.kind == StepKind::kScatter || st.kind == StepKind::kGather || st.kind == StepKind::kAllGather)) {
-          const TensorSpec* l = s.find_tensor(st.list);
-          const int root = st.peer ? static_cast<int>(st.peer->eval(vars)) : -1;
-          const bool needs_list = st.kind == StepKind::kAllGather || root == r;
-          const double n = l->list->eval(vars);
-          if (needs_list && static_cast<std::size_t>(n) != members.size())
-            r_.fail(st.where, "list '" + l->name + "' has " + as_written(n) + " tensors but " +
-                                  gname + " has " + std::to_string(members.size()) + " ranks");
-        }
-        if (member && (st.kind == StepKind::kReduceScatter || st.kind == StepKind::kAllToAll)) {
-          for (const std::string* name : {&st.list, &st.output}) {
-            const TensorSpec* l = s.find_tensor(*name);
-            if (!l->list) continue;  // reduce_scatter's output
-            const double n = l->list->eval(vars);
-            if (static_cast<std::size_t>(n) != members.size())
-              r_.fail(st.where, std::string(name == &st.list ? "list '" : "output '") + l->name + "' has " +
-                                    as_written(n) + " tensors but " + gname + " has " + std::to_string(members.size()) +
-                                    " ranks");
-          }
-        }
-        if (member && st.kind == StepKind::kReduceScatterTensor) {
-          const TensorSpec* in = s.find_tensor(st.tensor);
-          const TensorSpec* out = s.find_tensor(st.output);
-          if (in->count() != members.size() * out->count())
-            r_.fail(st.where, "tensor '" + in->name + "' has " + std::to_string(in->count()) + " elements but " + gname +
-                                  " has " + std::to_string(members.size()) + " ranks of " + std::to_string(out->count()) +
-                                  " (give it shape [" + std::to_string(members.size() * out->count()) +
-                                  "], or an expression of world)");
-        }
-        if (member && st.kind == StepKind::kAllToAllSingle) {
-          check_splits(st, st.input_splits, "input_split_sizes", *s.find_tensor(st.tensor), r, W, members.size(), gname);
-          check_splits(st, st.output_splits, "output_split_sizes", *s.find_tensor(st.output), r, W, members.size(),
-                       gname);
-        }
-        if (member && st.kind == StepKind::kAllGatherIntoTensor) {
-          const TensorSpec* in = s.find_tensor(st.tensor);
-          const TensorSpec* out = s.find_tensor(st.output);
-          if (out->count() != members.size() * in->count())
-            r_.fail(st.where, "output '" + out->name + "' has " + std::to_string(out->count()) + " elements but " + gname +
-                                  " has " + std::to_string(members.size()) + " ranks of " + std::to_string(in->count()) +
-                                  " (give it shape [" + std::to_string(members.size() * in->count()) +
-                                  "], or an expression of world)");
-        }
-        if (st.kind == StepKind::kPrint) {
-          std::optional<PrintTextError> error;
-          for (const PrintPart& p : parse_print_text(st.text, &error)) {
-            const TensorSpec* l = p.is_field && p.index && !p.source ? s.find_tensor(p.text) : nullptr;
-            if (!l || !l->list) continue;
-            const double n = l->list->eval(vars);
-            Location where = st.text_where.line > 0 ? st.text_where : st.where;
-            where.column += static_cast<int>(p.offset);
-            if (static_cast<double>(*p.index) >= n)
-              r_.fail(where, "print: {" + p.text + "[" + std::to_string(*p.index) + "]}: list '" + l->name + "' has " +
-                                 as_written(n) + " tensors" + on);
-          }
-        }
-        if (st.source) {
-          const double src = st.source->eval(vars);
-          if (!integral(src) || src < 0 || src >= W)
-            r_.fail(st.where, "source " + st.source->text() + " is out of range for world " + std::to_string(W));
-        }
-      }
-    }
-  };
-  check_prog(s.program, std::nullopt);
-  for (const auto& [rank, prog] : s.programs) check_prog(prog, rank);
-}
 
 }  // namespace
 
@@ -1147,9 +629,24 @@ std::vector<double> SplitSizes::eval(int rank, int world, std::size_t n) const {
   return out;
 }
 
-std::string step_kind_name(StepKind k) {
-  for (const auto& d : step_table())
-    if (d.kind == k) return d.name;
+const std::string& Step::slot(Slot s) const {
+  switch (s) {
+    case Slot::kTensor: return tensor;
+    case Slot::kList: return list;
+    case Slot::kOutput: return output;
+  }
+  return tensor;
+}
+
+std::string Step::kind_name() const {
+  switch (kind) {
+    case StepKind::kOp: return std::string(op_name(op, async));
+    case StepKind::kWait: return "wait";
+    case StepKind::kNewGroup: return "new_group";
+    case StepKind::kPrint: return "print";
+    case StepKind::kExpect: return "expect";
+    case StepKind::kUpdate: return "update";
+  }
   return "?";
 }
 

@@ -59,31 +59,29 @@ MemoryEstimate estimate_memory(const Scenario& s, bool recording) {
         if (st.ranks && std::find(st.ranks->begin(), st.ranks->end(), r) == st.ranks->end()) continue;
         if (st.when && st.when->eval(vars(r)) == 0) continue;
         if (members && std::find(members->begin(), members->end(), r) == members->end()) continue;
-        const bool root = st.peer && static_cast<int>(st.peer->eval(vars(r))) == r;
+        if (st.kind != StepKind::kOp) continue;
+        const OpSpec& spec = st.spec();
+        const bool root = spec.rooted && st.peer && static_cast<int>(st.peer->eval(vars(r))) == r;
         double in = 0, out = 0;
-        switch (st.kind) {
-          case StepKind::kSend: case StepKind::kIsend: in = bytes(st.tensor, r); break;
-          case StepKind::kRecv: case StepKind::kIrecv: out = bytes(st.tensor, r); break;
-          case StepKind::kBroadcast: in = root ? bytes(st.tensor, r) : 0; out = bytes(st.tensor, r); break;
-          case StepKind::kReduce: case StepKind::kAllReduce: in = out = bytes(st.tensor, r); break;
-          case StepKind::kScatter: in = root ? bytes(st.list, r) : 0; out = bytes(st.tensor, r); break;
-          case StepKind::kGather: in = bytes(st.tensor, r); out = root ? bytes(st.list, r) : 0; break;
-          case StepKind::kAllGather: in = bytes(st.tensor, r); out = bytes(st.list, r); break;
-          case StepKind::kAllGatherIntoTensor:
-          case StepKind::kReduceScatterTensor:
-          case StepKind::kAllToAllSingle: in = bytes(st.tensor, r); out = bytes(st.output, r); break;
-          case StepKind::kReduceScatter:
-          case StepKind::kAllToAll: in = bytes(st.list, r); out = bytes(st.output, r); break;
-          default: break;
+        // What the records copy: the operands this rank reads, when called,
+        // and those it writes, when done (core/op.h's table).
+        for (std::size_t k = 0; k < kNumSlots; ++k) {
+          const auto slot = static_cast<Slot>(k);
+          const Operand& o = spec.operand(slot);
+          if (!o.passed_by(root)) continue;
+          if (o.read_by(root)) in += bytes(st.slot(slot), r);
+          if (o.written_by(root)) out += bytes(st.slot(slot), r);
         }
+        for (const P2PStep& p : st.p2p) (p.is_send ? in : out) += bytes(p.tensor, r);
         m.records += in + out;
         call = std::max(call, in);
         scattered += out;
       }
-      if (st.kind == StepKind::kReduce || st.kind == StepKind::kAllReduce) m.oracle = std::max(m.oracle, call);
+      if (st.kind != StepKind::kOp) continue;
+      const CollectiveKind k = st.spec().collective;
+      if (k == CollectiveKind::kReduce || k == CollectiveKind::kAllReduce) m.oracle = std::max(m.oracle, call);
       // reduce_scatter's oracle holds every member's reduced block at once.
-      if (st.kind == StepKind::kReduceScatter || st.kind == StepKind::kReduceScatterTensor)
-        m.oracle = std::max(m.oracle, scattered);
+      if (k == CollectiveKind::kReduceScatter) m.oracle = std::max(m.oracle, scattered);
     }
   };
   walk(s.program, std::nullopt);
@@ -136,8 +134,12 @@ bool portable_crashes(const sim::FaultPlan& plan) {
 }
 
 bool sets_timeouts(const Scenario& s) {
+  // monitored_barrier's timeout is its own argument, what it reports on,
+  // not an operation timeout: a library without those may still run it.
   auto any = [](const std::vector<Step>& steps) {
-    return std::any_of(steps.begin(), steps.end(), [](const Step& st) { return st.timeout_ns > 0; });
+    return std::any_of(steps.begin(), steps.end(), [](const Step& st) {
+      return st.timeout_ns > 0 && !(st.kind == StepKind::kOp && st.op == OpKind::kMonitoredBarrier);
+    });
   };
   if (s.timeout_ns > 0 || any(s.program)) return true;
   return std::any_of(s.programs.begin(), s.programs.end(), [&](const auto& p) { return any(p.second); });

@@ -12,11 +12,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/algorithm.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/op.h"
 #include "core/reduce_op.h"
 #include "scenario/expr.h"
 #include "scenario/location.h"
@@ -44,16 +46,14 @@ struct TensorSpec {
 struct GroupSpec {
   std::string name;
   std::vector<int> ranks;
-  Location where;
+  Location where;        // of the name
+  Location ranks_where;  // of the list of ranks
 };
 
-enum class StepKind {
-  kSend, kIsend, kRecv, kIrecv, kWait,
-  kBroadcast, kReduce, kAllReduce, kScatter, kGather, kAllGather, kAllGatherIntoTensor, kBarrier,
-  kReduceScatter, kReduceScatterTensor, kAllToAll, kAllToAllSingle,
-  kNewGroup, kPrint, kExpect, kUpdate,
-};
-std::string step_kind_name(StepKind k);
+// A step is an op (any row of core/op.h's table) or one of the program's
+// own steps.
+enum class StepKind { kOp, kWait, kNewGroup, kPrint, kExpect, kUpdate };
+inline constexpr std::string_view kControlSteps[] = {"wait", "new_group", "print", "expect", "update"};
 
 // Why `x` cannot be an element of `dtype` -- not an integer's range (after
 // truncation toward zero, as torch converts), NaN or inf for an integer --
@@ -74,25 +74,39 @@ struct SplitSizes {
   std::vector<double> eval(int rank, int world, std::size_t n) const;
 };
 
+// One op of a batch_isend_irecv step (torch's P2POp).
+struct P2PStep {
+  bool is_send = true;  // isend; false: irecv
+  std::string tensor;
+  Expr peer;            // dst / src, global
+  Expr tag;             // default 0
+  Location where;
+};
+
 struct Step {
-  StepKind kind = StepKind::kBarrier;
+  StepKind kind = StepKind::kOp;
+  // kOp: which op, and whether this call is its async form (isend/irecv,
+  // or a collective given a handle: async_op=True).
+  OpKind op = OpKind::kBarrier;
+  bool async = false;
   Location where;
   // Who runs it: every rank, unless `ranks` lists them or `when` is given.
   std::optional<std::vector<int>> ranks;
   std::optional<Expr> when;
-  // Arguments (which apply depends on kind; see docs/scenarios.md).
-  std::string tensor;              // the tensor (or list, for all_gather's output)
-  std::string list;                // scatter/gather/all_gather list; reduce_scatter/all_to_all input list
-  std::string output;              // *_into_tensor, reduce_scatter*, all_to_all_single: the output tensor;
-                                   // all_to_all: the output list
+  // An op's arguments (which apply: core/op.h's table; docs/scenarios.md).
+  std::string tensor;              // Slot::kTensor; expect/update: the tensor or list
+  std::string list;                // Slot::kList
+  std::string output;              // Slot::kOutput
   SplitSizes output_splits, input_splits;  // all_to_all_single
   std::string group;               // "" = world
   std::optional<Expr> peer;        // dst / src / root (global rank)
   bool any_source = false;         // recv/irecv src: any
   Expr tag;                        // p2p tag (default 0)
-  ReduceOp op = ReduceOp::kSum;
+  ReduceOp reduce_op = ReduceOp::kSum;
   Algorithm algorithm = Algorithm::kAuto;
-  Nanos timeout_ns = 0;            // collectives: this call's timeout
+  Nanos timeout_ns = 0;            // this call's timeout (collectives, monitored_barrier)
+  bool wait_all_ranks = false;     // monitored_barrier
+  std::vector<P2PStep> p2p;        // batch_isend_irecv
   std::string handle;              // async ops: the name of the Work; wait: the one to wait
   std::vector<std::string> handles;  // wait: several
   std::string text;                // print
@@ -101,10 +115,18 @@ struct Step {
   std::string name;                // new_group: the group's name
   Expr value;                      // update / expect: element value (vars rank, world, i, j, x)
   std::vector<double> equals;      // expect: literal values
+  std::vector<Location> equals_where;  // expect: where each literal is
   bool has_value = false;
   double tolerance = 0;            // expect: absolute tolerance for floats
   std::optional<Expr> source;      // expect: the source rank a handle's receive matched
-  std::string unspecified;         // expect: why torch leaves what it checks unspecified (empty: specified)
+  std::string unspecified;         // expect: why torch leaves what it checks unspecified (empty: specified);
+                                   // print: why it may show a tensor an op in flight writes
+
+  const OpSpec& spec() const { return op_spec(op); }
+  // The tensor or list named in slot `s` (empty: none).
+  const std::string& slot(Slot s) const;
+  // How messages call the step: "isend", "all_reduce", "wait", ...
+  std::string kind_name() const;
 };
 
 struct Outcome {
@@ -140,6 +162,7 @@ struct Scenario {
   std::vector<TensorSpec> tensors;
   std::vector<Step> program;                  // SPMD: every rank
   std::map<int, std::vector<Step>> programs;  // per rank, instead of program
+  std::map<int, Location> program_where;      // where each rank's program starts
   Outcome outcome;
   Location where;             // of the document
   sim::FaultPlan faults;      // injected by the simulator

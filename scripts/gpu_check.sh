@@ -11,9 +11,14 @@
 #                                      per part, exits non-zero on any failure
 #
 # What it covers today: the reduction kernels against the host reference on
-# the device (every dtype x op, aligned and not), under compute-sanitizer
-# memcheck and racecheck when the toolkit's sanitizer is there. The CUDA
-# backend, its conformance run, NCCL and the bench join it as they land.
+# the device (every dtype x op, aligned and not); CudaRuntime against the
+# device runtime contract (cuda_runtime_test: the tests HostRuntime passes
+# too); the CUDA transport on CudaRuntime (cuda_transport_gpu_test: every
+# collective with every algorithm and p2p traffic on device tensors, a
+# crash, a timeout, a deadlock; its HostRuntime-only tests are filtered
+# out); each under compute-sanitizer memcheck and racecheck when the
+# toolkit's sanitizer is there. Its conformance run on a registered
+# `cuda` backend, NCCL and the bench join it as they land.
 set -euo pipefail
 cmd=${1:-}
 if [[ "$cmd" == "bundle" ]]; then
@@ -21,7 +26,8 @@ if [[ "$cmd" == "bundle" ]]; then
   root=$(cd "$(dirname "$0")/.." && pwd)
   build=${BUILD_DIR:-$root/build}
   mkdir -p "$out/bin" "$out/lib"
-  for t in backends/cuda_kernels_test backends/cuda_elementwise_test; do
+  for t in backends/cuda_kernels_test backends/cuda_elementwise_test backends/cuda_runtime_test \
+           backends/cuda_transport_gpu_test; do
     [[ -x "$build/$t" ]] || { echo "gpu_check: $build/$t is missing (build with nvcc on PATH first)" >&2; exit 2; }
     cp "$build/$t" "$out/bin/"
     # Libraries outside glibc and the CUDA driver: a bare machine may lack them.
@@ -48,12 +54,22 @@ part() {  # part NAME COMMAND...
   fi
 }
 nvidia-smi -L > "$here/gpus.txt" 2>&1 || echo "no nvidia-smi" > "$here/gpus.txt"
+# The transport's tests that need HostRuntime (its seeds, its broken variants) are not GPU tests.
+transport_filter='--gtest_filter=-CudaTransportBugs.*:EachBug/*:CudaTransport.ASeedReplaysTheSameInterleaving'
 part elementwise "$here/bin/cuda_elementwise_test"
 part kernels "$here/bin/cuda_kernels_test"
+part runtime "$here/bin/cuda_runtime_test"
+part transport "$here/bin/cuda_transport_gpu_test" "$transport_filter"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [[ -n "$sanitizer" ]]; then
   part kernels_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$here/bin/cuda_kernels_test"
   part kernels_racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$here/bin/cuda_kernels_test"
+  part runtime_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$here/bin/cuda_runtime_test"
+  part transport_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$here/bin/cuda_transport_gpu_test" "$transport_filter"
+  part transport_racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$here/bin/cuda_transport_gpu_test" "$transport_filter"
+  part transport_synccheck "$sanitizer" --tool synccheck --error-exitcode 1 "$here/bin/cuda_transport_gpu_test" "$transport_filter"
+  # A read of device memory nothing wrote yet: what a missing wait looks like on a GPU.
+  part transport_initcheck "$sanitizer" --tool initcheck --error-exitcode 1 "$here/bin/cuda_transport_gpu_test" "$transport_filter"
 else
   echo "FAIL sanitizer: compute-sanitizer not found" >> "$summary"; failed=1
 fi

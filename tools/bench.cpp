@@ -5,23 +5,44 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "core/error.h"
+#include "core/op.h"
 #include "core/task.h"
 
 namespace collie::tools {
 
 namespace {
 
-constexpr std::string_view kOps[] = {"all_reduce", "broadcast",      "reduce",     "all_gather", "scatter",
-                                     "gather",     "reduce_scatter", "all_to_all", "barrier",    "sendrecv"};
-constexpr const char* kOpList =
-    "all_reduce, broadcast, reduce, all_gather, scatter, gather, reduce_scatter, all_to_all, barrier, sendrecv";
+// The op a bench name times: a row of core/op.h's table by its name, where
+// nccl-tests' names reduce_scatter and all_to_all are the one-tensor forms
+// (reduce_scatter_tensor, all_to_all_single), and sendrecv is a ring shift
+// (batch_isend_irecv: receive from rank-1, send to rank+1). Point-to-point
+// rows are not timed alone.
+std::optional<OpKind> bench_op(std::string_view name) {
+  if (name == "reduce_scatter") return OpKind::kReduceScatterTensor;
+  if (name == "all_to_all") return OpKind::kAllToAllSingle;
+  if (name == "sendrecv") return OpKind::kBatchIsendIrecv;
+  const auto named = parse_op(name);
+  if (!named || named->async || op_spec(named->kind).family != OpFamily::kCollective) return std::nullopt;
+  return named->kind;
+}
 
-bool is_list_op(std::string_view op) { return op == "all_gather" || op == "scatter" || op == "gather"; }
-// The buffer is cut into one chunk per rank: nccl-tests' size is the whole buffer.
-bool is_chunked(std::string_view op) { return is_list_op(op) || op == "reduce_scatter" || op == "all_to_all"; }
-bool is_reduction(std::string_view op) { return op == "all_reduce" || op == "reduce" || op == "reduce_scatter"; }
+std::string bench_op_list() {
+  std::string list;
+  for (const OpSpec& s : op_table())
+    if (s.family == OpFamily::kCollective) list += (list.empty() ? "" : ", ") + std::string(s.name);
+  return list + ", sendrecv";
+}
+
+// The buffer is cut into one chunk per rank: nccl-tests' size is the whole
+// buffer. That is any op with a list or a tensor of blocks.
+bool is_chunked(OpKind k) {
+  for (const Operand& o : op_spec(k).operands)
+    if (o.is_list() || o.blocks) return true;
+  return false;
+}
 
 [[noreturn]] void usage(const std::string& m) { throw Error(ErrorKind::kUsage, OpContext{}, "bench: " + m); }
 
@@ -36,9 +57,6 @@ double input_value(const BenchOptions& o, int r, std::size_t i) {
   return 1.0 + static_cast<double>((static_cast<std::size_t>(r) * 3 + i) % 5);
 }
 
-void fill(Tensor& t, const BenchOptions& o, int r) {
-  for (std::size_t i = 0; i < t.count(); ++i) t.set(i, input_value(o, r, i));
-}
 
 // The reduction of every rank's input over one period, with the core's own
 // host reduction (so float16/bfloat16 round exactly as the backends do).
@@ -63,58 +81,131 @@ Tensor expected_input(const BenchOptions& o, int r) {
 
 // Elements [begin, begin + len) of `got` whose bytes differ from `want`
 // (one period, repeated, element `begin` of `got` at phase `phase` of it).
-std::int64_t count_wrong(const Tensor& got, const Tensor& want, std::size_t begin, std::size_t len,
-                         std::size_t phase) {
-  const std::size_t es = dtype_size(got.dtype());
-  const auto* g = static_cast<const std::byte*>(got.data()) + begin * es;
+std::int64_t count_wrong(const TensorView& got, const Tensor& want, std::size_t phase) {
+  const std::size_t es = dtype_size(got.dtype);
+  const auto* g = static_cast<const std::byte*>(got.data);
   const auto* w = static_cast<const std::byte*>(want.data());
   std::int64_t wrong = 0;
-  for (std::size_t i = 0; i < len; ++i)
+  for (std::size_t i = 0; i < got.count; ++i)
     if (std::memcmp(g + i * es, w + ((phase + i) % kPeriod) * es, es) != 0) ++wrong;
   return wrong;
 }
-std::int64_t count_wrong(const Tensor& got, const Tensor& want) { return count_wrong(got, want, 0, got.count(), 0); }
 
-// The buffers of one size and the op over them.
+// The buffers of one size and the call over them, laid out as core/op.h's
+// table says the op takes them: a list of n chunks, a tensor of n chunks
+// where the oracle sees blocks, one chunk (or the whole count) otherwise.
 struct Buffers {
-  Tensor main;                     // all_reduce/broadcast/reduce: the tensor; list ops: this rank's chunk;
-                                   // reduce_scatter, all_to_all: the whole input
-  Tensor recv;                     // sendrecv's receive buffer; reduce_scatter's chunk; all_to_all's output
-  std::vector<Tensor> list;        // all_gather's output, scatter's/gather's list (root only)
-  std::vector<TensorView> views;
+  std::vector<Tensor> tensors;
+  DistCall call;
 };
 
-Work collective(Dist& c, const BenchOptions& o, Buffers& b);
-
-// sendrecv: a ring shift. The receive is posted first so neither side waits on the other.
-Task<void> sendrecv(Dist& c, Buffers& b) {
-  const int n = c.world_size();
-  std::vector<Work> w;
-  w.push_back(c.irecv(b.recv, (c.rank() + n - 1) % n, 7));
-  w.push_back(c.isend(b.main, (c.rank() + 1) % n, 7));
-  co_await wait_all(w);
+Buffers make_buffers(OpKind kind, const BenchOptions& o, int n, int me, std::uint64_t count, std::uint64_t chunk) {
+  Buffers b;
+  DistCall& c = b.call;
+  c.kind = kind;
+  c.algorithm = o.algorithm;
+  c.reduce_op = o.reduce_op;
+  const OpSpec& spec = c.spec();
+  c.peer = spec.rooted ? o.root : -1;
+  const bool is_root = spec.rooted && me == o.root;
+  auto tensor = [&](std::uint64_t elements) {
+    b.tensors.emplace_back(o.dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(elements)});
+  };
+  std::vector<std::pair<Slot, std::size_t>> slots;  // slot, tensors it takes
+  for (std::size_t k = 0; k < kNumSlots; ++k) {
+    const auto slot = static_cast<Slot>(k);
+    const Operand& op = spec.operand(slot);
+    if (!op.present()) continue;
+    const std::size_t first = b.tensors.size();
+    if (op.is_list()) {
+      if (op.passed_by(is_root))
+        for (int r = 0; r < n; ++r) tensor(chunk);
+    } else {
+      tensor(op.blocks ? count : chunk);
+    }
+    slots.emplace_back(slot, b.tensors.size() - first);
+  }
+  if (spec.family == OpFamily::kBatch) {  // sendrecv: [receive, send]
+    tensor(chunk);
+    tensor(chunk);
+  }
+  // Views once the tensors no longer move.
+  std::size_t at = 0;
+  for (const auto& [slot, k] : slots) {
+    std::vector<TensorView> v;
+    for (std::size_t i = 0; i < k; ++i) v.push_back(b.tensors[at++].view());
+    if (!v.empty() || spec.operand(slot).is_list()) c.set_views(slot, std::move(v));
+  }
+  if (spec.family == OpFamily::kBatch) {
+    c.async = true;
+    c.p2p = {P2POp{false, b.tensors[at].view(), (me + n - 1) % n, 7}, P2POp{true, b.tensors[at + 1].view(), (me + 1) % n, 7}};
+  }
+  return b;
 }
 
-// One iteration. Collectives are awaited directly: no coroutine frame per
-// timed op beyond the core's own.
-Task<void> issue(Dist& c, const BenchOptions& o, Buffers& b) {
-  if (o.op == "sendrecv") co_await sendrecv(c, b);
-  else co_await collective(c, o, b);
+// Known inputs in what the call reads: rank r's input_value at element i
+// of the whole input (a list's entry j holds elements [j * chunk, ...));
+// scatter's list entry j, on the root, holds rank j's.
+void fill_inputs(Buffers& b, const BenchOptions& o, int me) {
+  const OpSpec& spec = b.call.spec();
+  const bool is_root = spec.rooted && me == o.root;
+  for (std::size_t k = 0; k < kNumSlots; ++k) {
+    const auto slot = static_cast<Slot>(k);
+    const Operand& op = spec.operand(slot);
+    if (!op.passed_by(is_root)) continue;
+    const std::vector<TensorView> v = b.call.views(slot);
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      Tensor t(v[j].dtype, {static_cast<std::int64_t>(v[j].count)});
+      const bool per_rank = op.reads == Ranks::kRoot;  // scatter's list: entry j is rank j's
+      for (std::size_t i = 0; i < v[j].count; ++i)
+        t.set(i, op.read_by(is_root) ? input_value(o, per_rank ? static_cast<int>(j) : me, per_rank ? i : at + i) : 0);
+      if (v[j].bytes()) std::memcpy(v[j].data, t.data(), v[j].bytes());
+      at += v[j].count;
+    }
+  }
+  for (const P2POp& p : b.call.p2p) {
+    Tensor t(p.tensor.dtype, {static_cast<std::int64_t>(p.tensor.count)});
+    for (std::size_t i = 0; i < t.count(); ++i) t.set(i, p.is_send ? input_value(o, me, i) : 0);
+    if (p.tensor.bytes()) std::memcpy(p.tensor.data, t.data(), p.tensor.bytes());
+  }
 }
 
-Work collective(Dist& c, const BenchOptions& o, Buffers& b) {
-  CollectiveOptions co;
-  co.algorithm = o.algorithm;
-  const std::string& op = o.op;
-  if (op == "all_reduce") return c.all_reduce(b.main, o.reduce_op, {}, co);
-  if (op == "broadcast") return c.broadcast(b.main, o.root, {}, co);
-  if (op == "reduce") return c.reduce(b.main, o.root, o.reduce_op, {}, co);
-  if (op == "all_gather") return c.all_gather(b.views, b.main, {}, co);
-  if (op == "scatter") return c.scatter(b.main, o.root, b.views, {}, co);
-  if (op == "gather") return c.gather(b.main, o.root, b.views, {}, co);
-  if (op == "reduce_scatter") return c.reduce_scatter_tensor(b.recv, b.main, o.reduce_op, {}, co);
-  if (op == "all_to_all") return c.all_to_all_single(b.recv, b.main, {}, {}, {}, co);
-  return c.barrier({}, co);
+// Elements of what the call wrote that differ from the result its inputs
+// make: the oracle of core/op.h's collective kinds, over one period.
+std::int64_t count_wrong(const Buffers& b, const BenchOptions& o, int n, int me, std::uint64_t chunk) {
+  const OpSpec& spec = b.call.spec();
+  const bool is_root = spec.rooted && me == o.root;
+  std::int64_t bad = 0;
+  for (const P2POp& p : b.call.p2p)
+    if (!p.is_send) bad += count_wrong(p.tensor, expected_input(o, p.peer), 0);
+  for (std::size_t k = 0; k < kNumSlots; ++k) {
+    const auto slot = static_cast<Slot>(k);
+    const Operand& op = spec.operand(slot);
+    if (!op.passed_by(is_root) || !op.written_by(is_root)) continue;
+    // Block r of the output: what rank r contributed (or the reduction).
+    const std::vector<TensorView> blocks = oracle_blocks(b.call, slot, static_cast<std::size_t>(n));
+    const std::size_t mine = static_cast<std::size_t>(me) * chunk;
+    for (std::size_t r = 0; r < blocks.size(); ++r) {
+      const int from = static_cast<int>(r);
+      switch (spec.collective) {
+        case CollectiveKind::kReduce:
+          if (!is_root) break;
+          [[fallthrough]];
+        case CollectiveKind::kAllReduce: bad += count_wrong(blocks[r], expected_reduction(o, n), 0); break;
+        case CollectiveKind::kReduceScatter: bad += count_wrong(blocks[r], expected_reduction(o, n), mine); break;
+        case CollectiveKind::kBroadcast: bad += count_wrong(blocks[r], expected_input(o, o.root), 0); break;
+        case CollectiveKind::kScatter: bad += count_wrong(blocks[r], expected_input(o, me), 0); break;
+        case CollectiveKind::kGather:
+        case CollectiveKind::kAllGather: bad += count_wrong(blocks[r], expected_input(o, from), 0); break;
+        case CollectiveKind::kAllToAll: bad += count_wrong(blocks[r], expected_input(o, from), mine); break;
+        case CollectiveKind::kNone:
+        case CollectiveKind::kBarrier:
+        case CollectiveKind::kMonitoredBarrier: break;
+      }
+    }
+  }
+  return bad;
 }
 
 int auto_iters(std::uint64_t bytes) {
@@ -126,16 +217,19 @@ int auto_iters(std::uint64_t bytes) {
 
 double bus_factor(std::string_view op, int n) {
   const double dn = n;
-  if (op == "all_reduce") return 2.0 * (dn - 1) / dn;
-  if (is_chunked(op)) return (dn - 1) / dn;
-  if (op == "barrier") return 0;
+  const std::optional<OpKind> k = bench_op(op);
+  if (!k) return 1;
+  const CollectiveKind c = op_spec(*k).collective;
+  if (c == CollectiveKind::kAllReduce) return 2.0 * (dn - 1) / dn;
+  if (c == CollectiveKind::kBarrier || c == CollectiveKind::kMonitoredBarrier) return 0;
+  if (is_chunked(*k)) return (dn - 1) / dn;
   return 1;
 }
 
 void validate(const BenchOptions& o, int n) {
-  if (std::find(std::begin(kOps), std::end(kOps), o.op) == std::end(kOps))
-    usage("unknown op '" + o.op + "' (" + kOpList + ")");
-  if (is_reduction(o.op))
+  const std::optional<OpKind> k = bench_op(o.op);
+  if (!k) usage("unknown op '" + o.op + "' (" + bench_op_list() + ")");
+  if (op_spec(*k).reduce_op)
     if (auto why = reduce_op_unsupported(o.reduce_op, o.dtype)) usage(*why);
   if (o.root < 0 || o.root >= n) usage("root " + std::to_string(o.root) + " is not a rank of " + std::to_string(n));
   if (o.min_bytes > o.max_bytes) usage("--min-bytes is above --max-bytes");
@@ -147,8 +241,11 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
   const int n = c.world_size();
   const int me = c.rank();
   const std::size_t es = dtype_size(o.dtype);
+  const OpKind kind = *bench_op(o.op);
+  const bool no_data = !op_spec(kind).operand(Slot::kTensor).present() && !op_spec(kind).operand(Slot::kList).present() &&
+                       op_spec(kind).family != OpFamily::kBatch;
   std::vector<std::uint64_t> sizes;
-  if (o.op == "barrier") {
+  if (no_data) {
     sizes.push_back(0);
   } else if (!o.sizes.empty()) {
     sizes = o.sizes;
@@ -157,64 +254,33 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
          b *= o.step_factor)
       sizes.push_back(static_cast<std::uint64_t>(b));
   }
-  const bool root_only_list = o.op == "scatter" || o.op == "gather";
   for (std::uint64_t want_bytes : sizes) {
     // Whole elements, and for list ops whole chunks of n.
     std::uint64_t count = want_bytes / es;
-    const std::uint64_t unit = is_chunked(o.op) ? static_cast<std::uint64_t>(n) : 1;
+    const std::uint64_t unit = is_chunked(kind) ? static_cast<std::uint64_t>(n) : 1;
     count -= count % unit;
-    if (o.op != "barrier" && count == 0) continue;
-    const std::uint64_t chunk = is_chunked(o.op) ? count / unit : count;
-    const bool whole_input = o.op == "reduce_scatter" || o.op == "all_to_all";
-    Buffers b;
-    b.main = Tensor(o.dtype, {static_cast<std::int64_t>(whole_input ? count : chunk)});
-    if (o.op == "sendrecv" || o.op == "reduce_scatter") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(chunk)});
-    if (o.op == "all_to_all") b.recv = Tensor(o.dtype, {static_cast<std::int64_t>(count)});
-    if (is_list_op(o.op) && (!root_only_list || me == o.root)) {
-      for (int r = 0; r < n; ++r) b.list.emplace_back(o.dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(chunk)});
-      for (auto& t : b.list) b.views.push_back(t);
-    }
+    if (!no_data && count == 0) continue;
+    const std::uint64_t chunk = count / unit;
+    Buffers b = make_buffers(kind, o, n, me, count, chunk);
     const int iters = o.iters > 0 ? o.iters : auto_iters(count * es);
-    for (int i = 0; i < o.warmup_iters; ++i) co_await issue(c, o, b);
+    // Collectives are awaited directly: no coroutine frame per timed op
+    // beyond the core's own.
+    for (int i = 0; i < o.warmup_iters; ++i) co_await dispatch(c, b.call);
     co_await c.barrier();
     const Nanos t0 = c.executor().now();
-    if (o.op == "sendrecv") {
-      for (int i = 0; i < iters; ++i) co_await sendrecv(c, b);
-    } else {
-      for (int i = 0; i < iters; ++i) co_await collective(c, o, b);
-    }
+    for (int i = 0; i < iters; ++i) co_await dispatch(c, b.call);
     const Nanos t1 = c.executor().now();
     Tensor slowest(DType::kFloat64, {1});
     slowest.set(0, static_cast<double>(t1 - t0) / iters);
     co_await c.all_reduce(slowest, ReduceOp::kMax);
 
     std::int64_t wrong = -1;
-    if (o.check && o.op != "barrier") {
+    if (o.check && !no_data) {
       // Known inputs, one more iteration, every element compared.
-      if (o.op == "broadcast") {
-        if (me == o.root) fill(b.main, o, me);
-        else std::memset(b.main.data(), 0, b.main.bytes());
-      } else if (o.op == "scatter") {
-        for (std::size_t r = 0; r < b.list.size(); ++r) fill(b.list[r], o, static_cast<int>(r));
-      } else {
-        fill(b.main, o, me);
-      }
-      co_await issue(c, o, b);
-      std::int64_t bad = 0;
-      if (o.op == "all_reduce" || (o.op == "reduce" && me == o.root)) bad = count_wrong(b.main, expected_reduction(o, n));
-      else if (o.op == "broadcast") bad = count_wrong(b.main, expected_input(o, o.root));
-      else if (o.op == "scatter") bad = count_wrong(b.main, expected_input(o, me));
-      else if (o.op == "sendrecv") bad = count_wrong(b.recv, expected_input(o, (me + n - 1) % n));
-      else if (o.op == "reduce_scatter")  // this rank's chunk of the reduced whole
-        bad = count_wrong(b.recv, expected_reduction(o, n), 0, chunk, static_cast<std::size_t>(me) * chunk);
-      else if (o.op == "all_to_all")  // block r: rank r's chunk `me`
-        for (int r = 0; r < n; ++r)
-          bad += count_wrong(b.recv, expected_input(o, r), static_cast<std::size_t>(r) * chunk, chunk,
-                             static_cast<std::size_t>(me) * chunk);
-      else if (o.op == "all_gather" || (o.op == "gather" && me == o.root))
-        for (int r = 0; r < n; ++r) bad += count_wrong(b.list[static_cast<std::size_t>(r)], expected_input(o, r));
+      fill_inputs(b, o, me);
+      co_await dispatch(c, b.call);
       Tensor total(DType::kInt64, {1});
-      total.set_int(0, bad);
+      total.set_int(0, count_wrong(b, o, n, me, chunk));
       co_await c.all_reduce(total);
       wrong = total.get_int(0);
     }
@@ -237,7 +303,8 @@ void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const st
                        const std::vector<BenchRow>& rows) {
   char line[256];
   out << "# collie bench: " << o.op << ", " << n << " ranks, " << what << "\n";
-  out << "# dtype " << dtype_name(o.dtype) << (is_reduction(o.op) ? ", op " + std::string(reduce_op_name(o.reduce_op)) : "")
+  const OpSpec& spec = op_spec(bench_op(o.op).value_or(OpKind::kBarrier));
+  out << "# dtype " << dtype_name(o.dtype) << (spec.reduce_op ? ", op " + std::string(reduce_op_name(o.reduce_op)) : "")
       << ", algorithm " << (o.algorithm == Algorithm::kAuto ? "auto" : std::string(algorithm_name(o.algorithm)))
       << ", warmup " << o.warmup_iters << ", busbw factor " << bus_factor(o.op, n) << "\n#\n";
   std::snprintf(line, sizeof line, "# %12s %12s %9s %7s %5s %11s %9s %9s %8s %6s\n", "size", "count", "type", "redop",
@@ -248,11 +315,11 @@ void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const st
   out << line;
   double sum = 0;
   for (const BenchRow& r : rows) {
-    const bool rooted = o.op == "broadcast" || o.op == "reduce" || o.op == "scatter" || o.op == "gather";
+    const bool rooted = spec.rooted;
     std::snprintf(line, sizeof line, "  %12llu %12llu %9s %7s %5d %11.2f %9.3f %9.3f %8s %6d\n",
                   static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
                   std::string(dtype_name(o.dtype)).c_str(),
-                  is_reduction(o.op) ? std::string(reduce_op_name(o.reduce_op)).c_str() : "none", rooted ? o.root : -1,
+                  spec.reduce_op ? std::string(reduce_op_name(o.reduce_op)).c_str() : "none", rooted ? o.root : -1,
                   r.time_us, r.algbw_GBps, r.busbw_GBps, r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str(),
                   r.iters);
     out << line;

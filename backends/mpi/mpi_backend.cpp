@@ -72,7 +72,7 @@ std::string explain(const std::string& output) {
 
 }  // namespace
 
-void register_mpi_backend(BackendRegistry& registry) {
+BackendInfo make_mpi_backend() {
   BackendInfo info;
   info.name = "mpi";
   info.description = "an MPI library through its C API (collie-mpi-worker under mpirun), one process per rank";
@@ -115,7 +115,7 @@ void register_mpi_backend(BackendRegistry& registry) {
     };
     return remote::start_process_job(spec, o);
   };
-  registry.add(std::move(info));
+  return info;
 }
 
 }  // namespace collie::mpi

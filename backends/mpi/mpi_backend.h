@@ -11,10 +11,11 @@
 // when it runs as root, running as root (OMPI_ALLOW_RUN_AS_ROOT).
 #pragma once
 
-#include "backends/registry.h"
+#include "backends/backend_info.h"
 
 namespace collie::mpi {
 
-void register_mpi_backend(BackendRegistry& registry);
+// The "mpi" backend, for the registry (backends/builtin_backends.cpp).
+BackendInfo make_mpi_backend();
 
 }  // namespace collie::mpi

@@ -135,6 +135,8 @@ MpiDist::MpiDist(MPI_Comm world) : world_comm_(world) {
   w->name = "world";
   world_group_ = Group(std::move(w));
   comms_[0] = Comm{world, world_group_.state()->members};
+  MPI_Comm_dup(world, &comms_[0].monitor);
+  MPI_Comm_set_errhandler(comms_[0].monitor, MPI_ERRORS_RETURN);
 }
 
 MpiDist::~MpiDist() { free_groups(); }
@@ -154,23 +156,20 @@ void MpiDist::free_groups() {
       continue;
     }
     if (it->second.comm != MPI_COMM_NULL) MPI_Comm_free(&it->second.comm);
+    if (it->second.monitor != MPI_COMM_NULL) MPI_Comm_free(&it->second.monitor);
     it = comms_.erase(it);
   }
 }
 
 Group MpiDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
-  std::sort(ranks.begin(), ranks.end());
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] < 0 || ranks[i] >= world_size_ || (i && ranks[i] == ranks[i - 1]))
-      throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "new_group", "", -1, {}},
-                  "rank " + std::to_string(ranks[i]) + " cannot be in a group of world " + std::to_string(world_size_));
+  ranks = new_group_members(std::move(ranks), world_size_, rank_);
   auto g = std::make_shared<GroupState>();
   g->id = ++groups_;
   g->members = std::make_shared<const std::vector<int>>(ranks);
   g->digest = group_digest(ranks);
   const auto at = std::find(ranks.begin(), ranks.end(), rank_);
   g->my_rank = at == ranks.end() ? -1 : static_cast<int>(at - ranks.begin());
-  g->name = name.empty() ? "group " + std::to_string(g->id) : std::move(name);
+  g->name = name.empty() ? default_group_name(g->id, ranks) : std::move(name);
   g->timeout_ns = timeout_ns;
   Comm c{MPI_COMM_NULL, g->members};
   if (g->my_rank >= 0) {
@@ -184,6 +183,10 @@ Group MpiDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string n
     if (rc != MPI_SUCCESS)
       throw LibraryError("rank " + std::to_string(rank_) + ": new_group: MPI_Comm_create_group: " + mpi_error(rc));
     MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN);
+    // monitored_barrier's messages travel apart from the program's.
+    if (const int dup = MPI_Comm_dup(c.comm, &c.monitor); dup != MPI_SUCCESS)
+      throw LibraryError("rank " + std::to_string(rank_) + ": new_group: MPI_Comm_dup: " + mpi_error(dup));
+    MPI_Comm_set_errhandler(c.monitor, MPI_ERRORS_RETURN);
   }
   comms_[g->id] = std::move(c);
   return Group(std::move(g));
@@ -510,6 +513,91 @@ Work MpiDist::barrier(const Group& g, CollectiveOptions o) {
   return run("barrier", *c, o.async_op, [comm = c->comm](MPI_Request* req) {
     return req ? MPI_Ibarrier(comm, req) : MPI_Barrier(comm);
   });
+}
+
+// monitored_barrier over MPI point-to-point, as torch's Gloo backend does
+// it over its own: on a duplicate of the group's communicator (nothing of
+// the program's can match), with the barrier's number as the tag (a late
+// arrival cannot pass a later barrier), polling until the deadline. It
+// blocks: MPI has no monitored barrier to wait for asynchronously.
+Work MpiDist::monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) {
+  const Comm* found = comm_of(g);
+  if (!found) return completed_work(&exec_, true, "monitored_barrier: not a member");
+  Comm& c = comms_.at(g.is_world_default() ? 0 : g.state()->id);
+  const GroupState& gs = *(g.is_world_default() ? world_group_.state() : g.state());
+  const Nanos timeout = timeout_ns > 0 ? timeout_ns : gs.timeout_ns;
+  const std::uint64_t number = ++c.monitored;
+  const int tag = static_cast<int>(number % 32768);  // MPI guarantees tags up to 32767
+  const int n = static_cast<int>(c.members->size());
+  const int me = group_rank_of(*c.members, rank_);
+  const Nanos deadline = timeout > 0 ? exec_.now() + timeout : 0;
+  static std::byte token{};
+  // Waits for `reqs` until the deadline: true when every one completed;
+  // else those still open (left non-null) are cancelled and freed.
+  auto wait = [&](std::vector<MPI_Request>& reqs, std::vector<bool>& open) {
+    std::vector<int> done(reqs.size());
+    for (;;) {
+      int count = 0;
+      MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &count, done.data(), MPI_STATUSES_IGNORE);
+      if (count == MPI_UNDEFINED) return true;  // every request is complete
+      if (deadline && exec_.now() >= deadline) {
+        for (std::size_t k = 0; k < reqs.size(); ++k) {
+          open[k] = reqs[k] != MPI_REQUEST_NULL;
+          if (!open[k]) continue;
+          MPI_Cancel(&reqs[k]);
+          MPI_Request_free(&reqs[k]);
+        }
+        return false;
+      }
+      std::this_thread::yield();
+    }
+  };
+  auto finished = [&](std::exception_ptr err) {
+    auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
+    w->executor = &exec_;
+    w->finish(std::move(err));
+    return Work(w);
+  };
+  const std::string within = " within " + std::to_string(timeout / 1'000'000) + " ms";
+  auto timed_out = [&](std::vector<int> ranks, const std::string& what) {
+    return finished(std::make_exception_ptr(Error(
+        ErrorKind::kTimeout,
+        OpContext{rank_, "monitored_barrier", gs.name, static_cast<std::int64_t>(number), std::move(ranks)}, what)));
+  };
+  if (me == 0) {
+    std::vector<MPI_Request> arrivals(static_cast<std::size_t>(std::max(n - 1, 0)), MPI_REQUEST_NULL);
+    std::vector<bool> missing(arrivals.size());
+    for (int r = 1; r < n; ++r)
+      MPI_Irecv(&token, 0, MPI_BYTE, r, tag, c.monitor, &arrivals[static_cast<std::size_t>(r - 1)]);
+    if (!wait(arrivals, missing)) {
+      // As torch: the first member that did not arrive, or every one.
+      std::vector<int> ranks;
+      std::string names;
+      for (std::size_t k = 0; k < missing.size(); ++k) {
+        if (!missing[k] || (!wait_all_ranks && !ranks.empty())) continue;
+        ranks.push_back((*c.members)[k + 1]);
+        names += (names.empty() ? "" : ", ") + std::to_string(ranks.back());
+      }
+      return timed_out(ranks, (ranks.size() == 1 ? "rank " : "ranks ") + names + " did not arrive" + within);
+    }
+    std::vector<MPI_Request> releases(arrivals.size(), MPI_REQUEST_NULL);
+    for (int r = 1; r < n; ++r)
+      MPI_Isend(&token, 0, MPI_BYTE, r, tag, c.monitor, &releases[static_cast<std::size_t>(r - 1)]);
+    MPI_Waitall(static_cast<int>(releases.size()), releases.data(), MPI_STATUSES_IGNORE);
+    return finished(nullptr);
+  }
+  std::vector<MPI_Request> arrive(1, MPI_REQUEST_NULL), release(1, MPI_REQUEST_NULL);
+  std::vector<bool> open(1);
+  MPI_Isend(&token, 0, MPI_BYTE, 0, tag, c.monitor, &arrive[0]);
+  MPI_Irecv(&token, 0, MPI_BYTE, 0, tag, c.monitor, &release[0]);
+  if (!wait(release, open)) {
+    MPI_Request_free(&arrive[0]);
+    const int monitor = (*c.members)[0];
+    return timed_out({monitor}, "rank " + std::to_string(monitor) +
+                                    " (the monitor, the group's first member) did not release this rank" + within);
+  }
+  MPI_Wait(&arrive[0], MPI_STATUS_IGNORE);
+  return finished(nullptr);
 }
 
 }  // namespace collie::mpi

@@ -18,6 +18,11 @@
 //                       MPI_Alltoallv (lists staged, splits as counts and
 //                       displacements); with async_op their MPI-3 nonblocking
 //                       forms (MPI_Ibcast, ...).
+//   monitored_barrier   MPI has none: the group's first member MPI_Irecv's an
+//                       empty message from every other one on a duplicate of
+//                       the group's communicator and polls until the timeout,
+//                       then releases each with MPI_Isend (torch's Gloo way).
+//   batch_isend_irecv   MPI_Isend / MPI_Irecv each, completing together.
 //   dtypes              float32 MPI_FLOAT, float64 MPI_DOUBLE, int8/uint8/int32/int64
 //                       MPI_(U)INT*_T, bool MPI_C_BOOL; float16 MPIX_C_FLOAT16 where
 //                       the library has it; bfloat16 none.
@@ -96,6 +101,7 @@ class MpiDist final : public Dist {
   Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> output_split_sizes,
                          std::span<const std::size_t> input_split_sizes, const Group& g, CollectiveOptions o) override;
   Work barrier(const Group& g, CollectiveOptions o) override;
+  Work monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) override;
 
   // "Open MPI v4.1.4" (MPI_Get_library_version's first part).
   static std::string library_version();
@@ -104,6 +110,8 @@ class MpiDist final : public Dist {
   struct Comm {
     MPI_Comm comm = MPI_COMM_NULL;
     std::shared_ptr<const std::vector<int>> members;  // sorted global ranks
+    MPI_Comm monitor = MPI_COMM_NULL;  // a duplicate of comm for monitored_barrier
+    std::uint64_t monitored = 0;       // monitored_barrier calls so far
   };
   const Comm* comm_of(const Group& g) const;  // null: not a member
   Work p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g);

@@ -17,27 +17,19 @@
 // the mac checks, and refuses a rank it already has or one out of range.
 //
 // Controller -> worker (a worker executes them in order):
-//   {"t":"begin"}   a run starts: the last run's groups and handles are
-//                   dropped; group 0 is a new group of every rank (the run's
-//                   world), so no message of one run can meet another's.
-//   {"t":"group","group":G,"ranks":[...]}   new_group; every rank gets it.
-//   {"t":"op","id":N,"op":OP,"group":G,"async":B,"peer":P,"any_source":B,
-//    "tag":T,"reduce_op":"SUM","list":L,"algorithm":A,"timeout_ms":T,
-//    "tensors":[{"dtype":D,"count":C}]}
-//     + one blob per tensor: the op's buffers as the caller holds them. OP
-//     is send, isend, recv, irecv, broadcast, reduce, all_reduce, scatter,
-//     gather, all_gather, all_gather_into_tensor, reduce_scatter,
-//     reduce_scatter_tensor, all_to_all, all_to_all_single or barrier.
-//     Tensor order: the op's tensor first, then its L list entries
-//     (scatter: root only; gather: root only; all_gather: every rank;
-//     reduce_scatter: the output, then the input list); all_to_all: the L
-//     outputs, then the L inputs; all_gather_into_tensor,
-//     reduce_scatter_tensor and all_to_all_single: [input, output], the
-//     last with "output_split_sizes"/"input_split_sizes" (element counts;
-//     absent: equal blocks). peer is dst, src or the root, a global rank. A
-//     blocking op (async false) is answered when it completes; an async one
-//     when it is waited for. algorithm (one of collie's) and timeout_ms
-//     (the call's own) are for collie's core; libraries ignore them.
+//   {"t":"begin","timeout_ns":T}   a run starts: the last run's groups and
+//                   handles are dropped; group 0 is a new group of every rank
+//                   (the run's world), so no message of one run can meet
+//                   another's. T: every op's timeout (absent: none).
+//   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
+//                   new_group; every rank gets it.
+//   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one
+//     call of an op of core/op.h's table, its fields and buffer order as
+//     call_codec.h says (the op's name, its arguments, the "layout" of its
+//     buffers, the "tensors" they are, and the buffers this rank "writes").
+//     A blocking op (async false) is answered when it completes; an async
+//     one when it is waited for. algorithm (one of collie's) is for
+//     collie's core; libraries ignore it. Times are in nanoseconds.
 //   {"t":"wait","id":N}   wait for async op N.
 //   {"t":"sync","id":N}   answer {"t":"synced","id":N} (everything before is
 //                   done: a process fault may hit now).

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "backends/remote/op_protocol.h"
+#include "backends/remote/remote_dist.h"
 #include "backends/tcp/auth.h"
 #include "core/error.h"
 
@@ -77,98 +78,7 @@ struct RankLink {
   std::string last_op_text;
 };
 
-class ProcessJob;
-
-// One rank's ops, forwarded to its process.
-class RemoteDist final : public Dist {
- public:
-  RemoteDist(ProcessJob& job, int rank, int world);
-
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_; }
-  Executor& executor() override;
-  Group world() const override { return world_group_; }
-  Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override;
-
-  Work send(TensorView t, int dst, int tag, const Group& g) override { return p2p("send", false, t, dst, tag, g); }
-  Work isend(TensorView t, int dst, int tag, const Group& g) override { return p2p("isend", true, t, dst, tag, g); }
-  Work recv(TensorView t, int src, int tag, const Group& g) override { return p2p("recv", false, t, src, tag, g); }
-  Work irecv(TensorView t, int src, int tag, const Group& g) override { return p2p("irecv", true, t, src, tag, g); }
-
-  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
-    return collective("broadcast", g, o, src, std::nullopt, {t}, 0);
-  }
-  Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override {
-    return collective("reduce", g, o, dst, op, {t}, 0);
-  }
-  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
-    return collective("all_reduce", g, o, -1, op, {t}, 0);
-  }
-  Work scatter(TensorView out, int src, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
-    std::vector<TensorView> ts{out};
-    ts.insert(ts.end(), list.begin(), list.end());
-    return collective("scatter", g, o, src, std::nullopt, std::move(ts), static_cast<int>(list.size()));
-  }
-  Work gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
-    std::vector<TensorView> ts{in};
-    ts.insert(ts.end(), list.begin(), list.end());
-    return collective("gather", g, o, dst, std::nullopt, std::move(ts), static_cast<int>(list.size()));
-  }
-  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override {
-    std::vector<TensorView> ts{in};
-    ts.insert(ts.end(), list.begin(), list.end());
-    return collective("all_gather", g, o, -1, std::nullopt, std::move(ts), static_cast<int>(list.size()));
-  }
-  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g, CollectiveOptions o) override {
-    return collective("all_gather_into_tensor", g, o, -1, std::nullopt, {in, out}, 0);
-  }
-  Work reduce_scatter(TensorView out, std::span<const TensorView> list, ReduceOp op, const Group& g,
-                      CollectiveOptions o) override {
-    std::vector<TensorView> ts{out};
-    ts.insert(ts.end(), list.begin(), list.end());
-    return collective("reduce_scatter", g, o, -1, op, std::move(ts), static_cast<int>(list.size()));
-  }
-  Work reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op, const Group& g, CollectiveOptions o) override {
-    return collective("reduce_scatter_tensor", g, o, -1, op, {in, out}, 0);
-  }
-  Work all_to_all(std::span<const TensorView> out, std::span<const TensorView> in, const Group& g,
-                  CollectiveOptions o) override {
-    if (out.size() != in.size())
-      throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "all_to_all", resolve(g).name, -1, {}},
-                  "output_list has " + std::to_string(out.size()) + " tensors but input_list has " +
-                      std::to_string(in.size()));
-    std::vector<TensorView> ts(out.begin(), out.end());
-    ts.insert(ts.end(), in.begin(), in.end());
-    return collective("all_to_all", g, o, -1, std::nullopt, std::move(ts), static_cast<int>(out.size()));
-  }
-  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
-                         std::span<const std::size_t> in_splits, const Group& g, CollectiveOptions o) override {
-    json extra;
-    if (!out_splits.empty()) extra["output_split_sizes"] = std::vector<std::size_t>(out_splits.begin(), out_splits.end());
-    if (!in_splits.empty()) extra["input_split_sizes"] = std::vector<std::size_t>(in_splits.begin(), in_splits.end());
-    return collective("all_to_all_single", g, o, -1, std::nullopt, {in, out}, 0, std::move(extra));
-  }
-  Work barrier(const Group& g, CollectiveOptions o) override {
-    return collective("barrier", g, o, -1, std::nullopt, {}, 0);
-  }
-  std::vector<std::string> describe_pending() const override;
-
- private:
-  GroupState& resolve(const Group& g) const { return *(g.is_world_default() ? world_group_.state() : g.state()); }
-  Work p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g);
-  // `extra`: more fields of the op message (all_to_all_single's splits).
-  Work collective(const char* op, const Group& g, const CollectiveOptions& o, int root, std::optional<ReduceOp> rop,
-                  std::vector<TensorView> tensors, int list, json extra = json::object());
-
-  ProcessJob& job_;
-  int rank_;
-  int world_;
-  Group world_group_;
-  int groups_ = 0;
-  std::uint64_t ops_ = 0;
-};
-
-class ProcessJob final : public Job, public Executor {
+class ProcessJob final : public Job, public Executor, public RankChannel {
  public:
   ProcessJob(const ProcessJobSpec& spec, const JobOptions& options) : spec_(spec), options_(options) {
     world_ = options.world_size;
@@ -226,19 +136,21 @@ class ProcessJob final : public Job, public Executor {
     flush(r);
   }
 
-  // ---- for RemoteDist ------------------------------------------------------
-  // Sends op `info` with its buffers; the Work completes when the answer comes.
+  // ---- RankChannel (remote_dist.h) ---------------------------------------
+  Executor& executor() override { return *this; }
   Work issue(int rank, const std::shared_ptr<OpInfo>& info, json head, std::vector<TensorView> tensors, bool async,
-             std::string description);
-  void new_group(int rank, int id, const std::vector<int>& ranks, Nanos timeout_ns, const std::string& name) {
+             std::string description) override;
+  void announce_group(int rank, int id, const std::vector<int>& ranks, Nanos timeout_ns,
+                      const std::string& name) override {
     RankLink& r = ranks_[static_cast<std::size_t>(rank)];
     if (r.dead) return;
     json head{{"t", "group"}, {"group", id}, {"ranks", ranks}, {"name", name}};
-    if (timeout_ns > 0) head["timeout_ms"] = timeout_ns / 1'000'000;
+    if (timeout_ns > 0) head["timeout_ns"] = timeout_ns;
     queue(r, head, {});
     flush(r);
   }
-  std::vector<std::string> pending_of(int rank) const {
+  Nanos default_timeout_ns() const override { return options_.timeout_ns; }
+  std::vector<std::string> pending_of(int rank) const override {
     std::vector<std::string> out;
     for (const auto& [key, p] : pending_)
       if (key.first == rank) out.push_back(p.work->describe());
@@ -287,102 +199,7 @@ class ProcessJob final : public Job, public Executor {
   std::map<int, json> bench_answers_;
   std::uint64_t run_number_ = 0;
   Nanos run_started_ = 0;
-  friend class RemoteDist;
 };
-
-// ---- RemoteDist ------------------------------------------------------------
-
-RemoteDist::RemoteDist(ProcessJob& job, int rank, int world) : job_(job), rank_(rank), world_(world) {
-  auto w = std::make_shared<GroupState>();
-  w->id = 0;
-  w->members = world_members(world, &w->digest);
-  w->my_rank = rank;
-  w->name = "world";
-  world_group_ = Group(std::move(w));
-}
-
-Executor& RemoteDist::executor() { return job_; }
-
-Group RemoteDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
-  std::vector<int> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] < 0 || sorted[i] >= world_ || (i && sorted[i] == sorted[i - 1]))
-      throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "new_group", "", -1, {}},
-                  "new_group: rank " + std::to_string(sorted[i]) + " is " +
-                      (sorted[i] < 0 || sorted[i] >= world_ ? "out of range for world " + std::to_string(world_)
-                                                           : std::string("listed twice")));
-  auto g = std::make_shared<GroupState>();
-  g->id = ++groups_;
-  g->members = std::make_shared<const std::vector<int>>(sorted);
-  g->digest = group_digest(sorted);
-  const auto at = std::find(sorted.begin(), sorted.end(), rank_);
-  g->my_rank = at == sorted.end() ? -1 : static_cast<int>(at - sorted.begin());
-  if (name.empty()) {
-    name = "group " + std::to_string(g->id) + " {";
-    for (std::size_t i = 0; i < sorted.size(); ++i) name += (i ? "," : "") + std::to_string(sorted[i]);
-    name += "}";
-  }
-  g->name = std::move(name);
-  g->timeout_ns = timeout_ns;
-  job_.new_group(rank_, g->id, ranks, timeout_ns > 0 ? timeout_ns : job_.options_.timeout_ns, g->name);
-  return Group(std::move(g));
-}
-
-Work RemoteDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g) {
-  GroupState& gs = resolve(g);
-  auto info = std::allocate_shared<OpInfo>(PoolAllocator<OpInfo>{});
-  info->rank = rank_;
-  info->op = op;
-  info->group = gs.name;
-  info->seq = static_cast<std::int64_t>(++gs.p2p_seq);
-  info->id = ++ops_;
-  info->is_send = info->op == "send" || info->op == "isend";
-  info->any_source = peer == kAnySource;
-  info->peer = peer;
-  info->tag = tag;
-  info->dtype = t.dtype;
-  info->count = t.count;
-  json head{{"t", "op"}, {"id", info->id}, {"op", op}, {"group", gs.id}, {"async", async}, {"tag", tag}};
-  if (peer == kAnySource) head["any_source"] = true;
-  else head["peer"] = peer;
-  return job_.issue(rank_, info, std::move(head), {t}, async, info->describe());
-}
-
-Work RemoteDist::collective(const char* op, const Group& g, const CollectiveOptions& o, int root,
-                            std::optional<ReduceOp> rop, std::vector<TensorView> tensors, int list, json extra) {
-  GroupState& gs = resolve(g);
-  auto info = std::allocate_shared<OpInfo>(PoolAllocator<OpInfo>{});
-  info->rank = rank_;
-  info->op = op;
-  info->group = gs.name;
-  info->seq = static_cast<std::int64_t>(++gs.coll_seq);
-  info->id = ++ops_;
-  info->peer = root;
-  if (!tensors.empty()) {
-    info->dtype = tensors[0].dtype;
-    info->count = tensors[0].count;
-  }
-  json head{{"t", "op"}, {"id", info->id}, {"op", op}, {"group", gs.id}, {"async", o.async_op}};
-  std::string call = std::string(op) + "(";
-  if (!tensors.empty()) call += std::string(dtype_name(tensors[0].dtype)) + " x " + std::to_string(tensors[0].count);
-  if (rop) {
-    head["reduce_op"] = std::string(reduce_op_name(*rop));
-    call += ", " + std::string(reduce_op_name(*rop));
-  }
-  if (root >= 0) {
-    head["peer"] = root;
-    call += ", root " + std::to_string(root);
-  }
-  if (list > 0) head["list"] = list;
-  if (extra.is_object()) head.update(extra);
-  if (o.timeout_ns > 0) head["timeout_ms"] = o.timeout_ns / 1'000'000;
-  if (o.algorithm != Algorithm::kAuto) head["algorithm"] = std::string(algorithm_name(o.algorithm));
-  const std::string what = "rank " + std::to_string(rank_) + ": " + call + ") #" + std::to_string(info->seq) + " on " + gs.name;
-  return job_.issue(rank_, info, std::move(head), std::move(tensors), o.async_op, what);
-}
-
-std::vector<std::string> RemoteDist::describe_pending() const { return job_.pending_of(rank_); }
 
 // ---- ProcessJob: starting ---------------------------------------------------
 
@@ -802,9 +619,6 @@ Work ProcessJob::issue(int rank, const std::shared_ptr<OpInfo>& info, json head,
         Error(ErrorKind::kTransport, info->context(), "rank " + std::to_string(rank) + "'s process " + r.fate)));
     return Work(w);
   }
-  json ts = json::array();
-  for (const TensorView& t : tensors) ts.push_back(json{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}});
-  head["tensors"] = std::move(ts);
   Pending& p = pending_.emplace(std::make_pair(rank, info->id), Pending{w, std::move(tensors), async, false, std::nullopt, nullptr, false}).first->second;
   if (const ProcessFault* f = fault_for(rank, info->id)) {
     // The fault hits once the process has done everything before this op.
@@ -852,7 +666,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     r.last_op_text.clear();
     if (r.dead) continue;
     json begin{{"t", "begin"}};
-    if (options_.timeout_ns > 0) begin["timeout_ms"] = options_.timeout_ns / 1'000'000;
+    if (options_.timeout_ns > 0) begin["timeout_ns"] = options_.timeout_ns;
     queue(r, begin, {});
     flush(r);
   }

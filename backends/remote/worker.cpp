@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "backends/remote/call_codec.h"
 #include "backends/remote/op_protocol.h"
 #include "core/error.h"
 
@@ -17,36 +18,13 @@ namespace {
 
 using json = nlohmann::json;
 
-// An op this rank was asked to run: its own copies of the buffers.
+// An op this rank was asked to run, over its own copies of the buffers.
 struct Op {
-  std::string name;
+  DecodedCall decoded;
   Work work;
-  std::vector<Tensor> tensors;
-  int list = 0;
-  int peer = -1;
-  std::vector<std::size_t> out_splits, in_splits;  // all_to_all_single
 };
 
 [[noreturn]] void protocol_error(const std::string& what) { throw std::runtime_error("the controller sent " + what); }
-
-std::vector<int> outputs_of(const Op& op, int rank) {
-  const std::string& n = op.name;
-  if (n == "recv" || n == "irecv" || n == "broadcast" || n == "reduce" || n == "all_reduce" || n == "scatter")
-    return {0};
-  if (n == "all_gather_into_tensor" || n == "reduce_scatter_tensor" || n == "all_to_all_single") return {1};
-  if (n == "reduce_scatter") return {0};
-  if (n == "all_to_all") {
-    std::vector<int> out;
-    for (int k = 0; k < op.list; ++k) out.push_back(k);
-    return out;
-  }
-  if (n == "all_gather" || (n == "gather" && op.peer == rank)) {
-    std::vector<int> out;
-    for (int k = 1; k <= op.list; ++k) out.push_back(k);
-    return out;
-  }
-  return {};
-}
 
 class Server {
  public:
@@ -62,7 +40,7 @@ class Server {
         begin(m.head);
       } else if (t == "group") {
         const auto ranks = m.head.at("ranks").get<std::vector<int>>();
-        const Nanos timeout = m.head.value("timeout_ms", std::int64_t{0}) * 1'000'000;
+        const Nanos timeout = m.head.value("timeout_ns", Nanos{0});
         const int id = m.head.at("group").get<int>();
         try {
           groups_[id] = make_group(ranks, timeout, m.head.value("name", ""));
@@ -99,7 +77,7 @@ class Server {
     groups_.clear();
     group_errors_.clear();
     async_.clear();
-    timeout_ns_ = head.value("timeout_ms", std::int64_t{0}) * 1'000'000;
+    timeout_ns_ = head.value("timeout_ns", Nanos{0});
     std::vector<int> all;
     for (int r = 0; r < d_.world_size(); ++r) all.push_back(r);
     try {
@@ -139,10 +117,9 @@ class Server {
     std::vector<std::span<const std::byte>> blobs;
     json outs = json::array();
     if (!o.work.not_member())
-      for (int k : outputs_of(o, d_.rank())) {
-        if (k >= static_cast<int>(o.tensors.size())) continue;
+      for (std::size_t k : o.decoded.writes) {
         outs.push_back(k);
-        blobs.push_back(o.tensors[static_cast<std::size_t>(k)].byte_span());
+        blobs.push_back(o.decoded.tensors[k].byte_span());
       }
     h["outputs"] = std::move(outs);
     write_message(fd_, h, blobs);
@@ -151,95 +128,29 @@ class Server {
   void op(Message m) {
     const json& h = m.head;
     const auto id = h.at("id").get<std::uint64_t>();
-    Op o;
-    o.name = h.at("op").get<std::string>();
-    o.list = h.value("list", 0);
-    o.peer = h.value("peer", -1);
-    const bool async = h.value("async", false);
-    const auto& ts = h.at("tensors");
-    if (ts.size() != m.blobs.size()) protocol_error("an op whose tensors and buffers differ in number");
-    for (std::size_t k = 0; k < ts.size(); ++k) {
-      const auto dt = parse_dtype(ts[k].at("dtype").get<std::string>());
-      if (!dt) protocol_error("an unknown dtype");
-      const auto count = ts[k].at("count").get<std::int64_t>();
-      Tensor t(*dt, {count});
-      if (t.bytes() != m.blobs[k].size()) protocol_error("a buffer whose size is not its tensor's");
-      if (t.bytes()) std::memcpy(t.data(), m.blobs[k].data(), t.bytes());
-      o.tensors.push_back(std::move(t));
-    }
+    Op o{decode_call(h, m.blobs), Work()};
     try {
-      o.work = issue(h, o);
+      o.decoded.call.group = group_of(h, o.decoded.call);
+      o.work = dispatch(d_, o.decoded.call);
     } catch (...) {
       reply_error(id, std::current_exception());
       return;
     }
-    if (async) {
+    if (o.decoded.call.async) {
       async_.emplace(id, std::move(o));
       return;
     }
     complete(id, o);
   }
 
-  Work issue(const json& h, Op& o) {
+  Group group_of(const json& h, const DistCall& c) {
     const int gid = h.value("group", 0);
     if (auto e = group_errors_.find(gid); e != group_errors_.end())
-      throw Error(ErrorKind::kInvalidArgument, OpContext{d_.rank(), o.name, "", -1, {}},
+      throw Error(ErrorKind::kInvalidArgument, OpContext{d_.rank(), std::string(c.name()), "", -1, {}},
                   "its group could not be created: " + e->second);
     auto g = groups_.find(gid);
     if (g == groups_.end()) protocol_error("an op on group " + std::to_string(gid) + ", which does not exist");
-    const Group& group = g->second;
-    const std::string& n = o.name;
-    const int tag = h.value("tag", 0);
-    const int peer = h.value("any_source", false) ? kAnySource : h.value("peer", -1);
-    CollectiveOptions co;
-    co.async_op = h.value("async", false);
-    co.timeout_ns = h.value("timeout_ms", std::int64_t{0}) * 1'000'000;
-    if (h.contains("algorithm")) {
-      const auto a = parse_algorithm(h["algorithm"].get<std::string>());
-      if (!a) protocol_error("an unknown algorithm");
-      co.algorithm = *a;
-    }
-    auto t = [&](std::size_t k) -> TensorView {
-      if (k >= o.tensors.size()) protocol_error("an op with too few tensors");
-      return o.tensors[k].view();
-    };
-    std::vector<TensorView> list;
-    for (int k = 1; k <= o.list && static_cast<std::size_t>(k) < o.tensors.size(); ++k)
-      list.push_back(o.tensors[static_cast<std::size_t>(k)].view());
-    std::optional<ReduceOp> rop;
-    if (h.contains("reduce_op")) {
-      rop = parse_reduce_op(h["reduce_op"].get<std::string>());
-      if (!rop) protocol_error("an unknown reduce op");
-    }
-    if (n == "send") return d_.send(t(0), peer, tag, group);
-    if (n == "isend") return d_.isend(t(0), peer, tag, group);
-    if (n == "recv") return d_.recv(t(0), peer, tag, group);
-    if (n == "irecv") return d_.irecv(t(0), peer, tag, group);
-    if (n == "broadcast") return d_.broadcast(t(0), peer, group, co);
-    if (n == "reduce") return d_.reduce(t(0), peer, rop.value_or(ReduceOp::kSum), group, co);
-    if (n == "all_reduce") return d_.all_reduce(t(0), rop.value_or(ReduceOp::kSum), group, co);
-    if (n == "scatter") return d_.scatter(t(0), peer, list, group, co);
-    if (n == "gather") return d_.gather(t(0), peer, list, group, co);
-    if (n == "all_gather") return d_.all_gather(list, t(0), group, co);
-    if (n == "all_gather_into_tensor") return d_.all_gather_into_tensor(t(1), t(0), group, co);
-    if (n == "reduce_scatter") return d_.reduce_scatter(t(0), list, rop.value_or(ReduceOp::kSum), group, co);
-    if (n == "reduce_scatter_tensor")
-      return d_.reduce_scatter_tensor(t(1), t(0), rop.value_or(ReduceOp::kSum), group, co);
-    if (n == "all_to_all") {
-      // tensors: the output list, then the input list.
-      if (o.tensors.size() != 2 * static_cast<std::size_t>(o.list)) protocol_error("an all_to_all with odd lists");
-      std::vector<TensorView> out, in;
-      for (int k = 0; k < o.list; ++k) out.push_back(t(static_cast<std::size_t>(k)));
-      for (int k = 0; k < o.list; ++k) in.push_back(t(static_cast<std::size_t>(o.list + k)));
-      return d_.all_to_all(out, in, group, co);
-    }
-    if (n == "all_to_all_single") {
-      o.out_splits = h.value("output_split_sizes", std::vector<std::size_t>{});
-      o.in_splits = h.value("input_split_sizes", std::vector<std::size_t>{});
-      return d_.all_to_all_single(t(1), t(0), o.out_splits, o.in_splits, group, co);
-    }
-    if (n == "barrier") return d_.barrier(group, co);
-    protocol_error("an unknown op '" + n + "'");
+    return g->second;
   }
 
   void bench(const json& h) {

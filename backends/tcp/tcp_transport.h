@@ -1,11 +1,8 @@
 // The TCP backend: collie's core over real sockets (standalone Asio).
 //
-// TcpEventLoop is the executor: one Asio io_context, a queue of coroutines
-// ready to resume, and timers, all driven by run_until() on one thread. A
-// process running one rank (collie launch) has one loop and one
-// TcpTransport; the in-process test world (backend "tcp") drives every
-// rank's transport -- each with its own real loopback sockets -- from one
-// loop, with no threads at all.
+// A TcpTransport is one rank's Transport; its executor is a TcpEventLoop
+// (tcp_event_loop.h), which one loop may share among the transports of many
+// ranks.
 //
 // TcpTransport keeps one connection per peer (the higher rank connects to
 // the lower one), both ends having exchanged a versioned handshake and
@@ -23,68 +20,19 @@
 #include <asio.hpp>
 #include <chrono>
 #include <coroutine>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/tcp/tcp_event_loop.h"
 #include "backends/tcp/wire.h"
 #include "core/transport.h"
 
 namespace collie::tcp {
 
-class TcpEventLoop {
- public:
-  // Sockets the loop polls itself while it spins (poll(2) on a few sockets
-  // costs far less than epoll_wait(2) on this path), falling back to Asio's
-  // epoll only to sleep. Registered by each transport on the loop.
-  class Source {
-   public:
-    virtual ~Source() = default;
-    // Work that needs no system call (deferred completions); true if any ran.
-    virtual bool run_ready() = 0;
-    // Reads and writes whatever the sockets allow now, without blocking;
-    // true if anything moved.
-    virtual bool poll_sockets() = 0;
-    // The loop is about to sleep in epoll: every socket that can make
-    // progress must wake it. Returns true, instead, when something is ready
-    // now (the loop then does not sleep).
-    virtual bool arm() = 0;
-  };
-
-  // `idle_deadlock_ms`: with nothing to resume, no I/O and no timer for
-  // this long, run_until() declares a deadlock (0: wait forever, as real
-  // jobs do -- use timeouts there).
-  // `spin_ns`: with nothing to do, keep polling the sockets this long after
-  // the last progress before sleeping in epoll (latency against CPU).
-  explicit TcpEventLoop(int idle_deadlock_ms = 0, Nanos spin_ns = 0);
-  asio::io_context& io() { return io_; }
-  void set_spin_ns(Nanos spin_ns) { spin_ns_ = spin_ns; }
-  Nanos now() const;
-  void ready(std::coroutine_handle<> h) { ready_.push_back(h); }
-  void at(Nanos when, std::coroutine_handle<> h) { timers_.emplace(when, h); }
-  void call(std::function<void()> f) { calls_.push_back(std::move(f)); }
-  void add_source(Source* s) { sources_.push_back(s); }
-  void remove_source(Source* s) { std::erase(sources_, s); }
-  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline);
-  std::uint64_t events() const { return events_; }
-
- private:
-  asio::io_context io_;  // used by one thread only: no locking (ASIO_CONCURRENCY_HINT_UNSAFE)
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::deque<std::coroutine_handle<>> ready_;
-  std::deque<std::function<void()>> calls_;
-  std::vector<Source*> sources_;
-  std::multimap<Nanos, std::coroutine_handle<>> timers_;
-  std::chrono::steady_clock::time_point start_;
-  int idle_ms_;
-  Nanos spin_ns_;
-  bool running_ = false;
-  std::uint64_t events_ = 0;
-};
+struct PeerConnection;
 
 class TcpTransport final : public Transport, private TcpEventLoop::Source {
  public:
@@ -148,65 +96,17 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   Nanos now() const override { return loop_.now(); }
 
  private:
-  struct Out {
-    std::array<std::uint8_t, kHeaderBytes> header;
-    std::span<const std::byte> payload;
-    void* cookie;
-  };
-  struct Peer {
-    explicit Peer(asio::io_context& io) : socket(io) {}
-    asio::ip::tcp::socket socket;
-    bool claimed = false;  // a connection for this rank is past its proof (or ours is under way)
-    bool up = false;       // handshake done, connection open
-    bool was_up = false;   // handshake done at some point
-    std::string lost_why;  // why it was lost, when it was
-    bool lost = false;
-    bool said_goodbye = false;
-    std::string goodbye_reason;  // what it lost before it ended (empty: it finished)
-    // Frames to send, the first one out_off bytes (header, then payload)
-    // written; writes are non-blocking system calls made by this transport.
-    bool writing() const { return out_off > 0; }  // mid-frame
-    std::size_t out_off = 0;
-    bool wr_blocked = false;   // the socket's send buffer is full
-    bool wr_armed = false;     // an async_wait for writability is outstanding
-    // A write failed (the peer closed or reset): the reader, which sees the
-    // end of the stream after any goodbye the peer sent, reports the loss.
-    bool write_failed = false;
-    std::deque<Out> out;
-    std::array<std::uint8_t, kHandshakeBytes> hs_in{}, hs_out{};
-    Mac proof_in{}, proof_out{};
-    // The receive side, also non-blocking system calls. Bytes read but not
-    // yet parsed are rx[rx_head, rx_tail); one read takes whatever the
-    // socket holds (several small frames at once). A large payload is read
-    // straight into where it goes: the sink's landing zone (a receive's own
-    // buffer) or payload_in.
-    std::unique_ptr<std::byte[]> rx;  // kStagingBytes, allocated when the connection is up
-    std::size_t rx_head = 0, rx_tail = 0;
-    enum class Rx { kHeader, kPayload, kGoodbye } rx_state = Rx::kHeader;
-    FrameHeader rx_frame;        // the frame whose payload is arriving
-    std::uint64_t rx_got = 0;    // of its payload bytes
-    bool rx_landing = false;     // its payload goes to the sink's landing zone
-    bool rx_reduce = false;      // ... combined into it (always through staging)
-    ReduceOp rx_zone_op = ReduceOp::kSum;
-    bool rx_discard = false;     // the landing zone went away: drop the payload
-    bool rx_armed = false;       // an async_wait for readability is outstanding
-    std::vector<std::byte> payload_in;
-  };
-  // An accepted connection before it has proven the token.
-  // A connection accepted and not yet authenticated. It has until its
-  // deadline to prove the job token (set_handshake_timeout), else it is closed:
-  // idle strangers cannot hold descriptors the real ranks need.
-  struct Pending {
-    explicit Pending(asio::io_context& io) : socket(io), deadline(io) {}
-    asio::ip::tcp::socket socket;
-    asio::steady_timer deadline;
-    int rank = -1;
-    std::array<std::uint8_t, kHandshakeBytes> hello_in{}, hello_out{};
-    Mac proof_in{};
-  };
+  // What this rank keeps of each peer: its connection, handshake, send
+  // queue and receive state (peer_connection.h).
+  using Peer = PeerConnection;
+
+  // The handshake (tcp_handshake.cpp). A connection accepted and not yet
+  // authenticated is Pending.
+  struct Pending;
   void accept_next();
   void handshake_in(std::shared_ptr<Pending> c);
   void refuse(const std::shared_ptr<Pending>& c, const std::string& why);
+  // The data path (tcp_data_path.cpp).
   // The connection to `peer` passed its handshake: frames may flow.
   void connection_up(int peer);
   // Reads what `peer`'s socket holds, without blocking, and hands every
@@ -229,6 +129,7 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   bool poll_sockets() override;
   bool arm() override;
   void arm_write(int peer);
+  // The transport's lifetime (tcp_transport.cpp).
   void lose(int peer, const std::string& why, bool clean = false);
   std::string peer_name(int peer) const;
 

@@ -15,7 +15,7 @@ Environment (set by collie):
                          registers itself when imported)
   COLLIE_CONTROLLER      host:port of the controller
   COLLIE_JOB_TOKEN       the job's token (proven by HMAC, never sent)
-  COLLIE_TIMEOUT_MS      the process groups' timeout (default 1800 s, torch's)
+  COLLIE_TIMEOUT_NS      the process groups' timeout in nanoseconds (default 1800 s, torch's)
   COLLIE_START_TIMEOUT_MS  how long the ranks wait for each other to start (default 300 s)
 
 Exit codes: 0 after the controller said end; 1 the controller went away or
@@ -137,6 +137,73 @@ class Link:
         self.sock.sendall(b"".join([struct.pack("<I", len(text)), text] + blobs))
 
 
+# ---- the library mapping: one entry per op of collie's table (core/op.h) ----
+# Each takes the decoded call (Worker.issue) and returns (work or None, the
+# source of a blocking receive). async forms return the Work to wait on.
+
+def _any_source(group, work):
+    src = work._source_rank()
+    return global_rank(group, src) if group is not dist.GroupMember.WORLD else src
+
+
+def _send(w, group, t, peer, tag, **_):
+    dist.send(t, peer, group=group, tag=tag)
+    return None, peer
+
+
+def _recv(w, group, t, peer, tag, **_):
+    return None, dist.recv(t, src=peer, group=group, tag=tag)
+
+
+def _monitored_barrier(w, group, head, **_):
+    kwargs = {"wait_all_ranks": bool(head.get("wait_all_ranks"))}
+    if head.get("timeout_ns"):
+        kwargs["timeout"] = datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0)
+    dist.monitored_barrier(group=group, **kwargs)
+    return None, None
+
+
+def _batch_isend_irecv(w, group, p2p, **_):
+    ops = [dist.P2POp(dist.isend if send else dist.irecv, t, peer, group=group, tag=tag) for send, t, peer, tag in p2p]
+    return dist.batch_isend_irecv(ops), None
+
+
+def _tensor_form(name, old):
+    f = getattr(dist, name, None) or getattr(dist, old)
+    return f
+
+
+LIBRARY_CALLS = {
+    "send": _send,
+    "isend": lambda w, group, t, peer, tag, **_: (dist.isend(t, peer, group=group, tag=tag), peer),
+    "recv": _recv,
+    "irecv": lambda w, group, t, peer, tag, **_: (dist.irecv(t, src=peer, group=group, tag=tag), peer),
+    "broadcast": lambda w, group, t, peer, asy, **_: (dist.broadcast(t, peer, group=group, async_op=asy), None),
+    "reduce": lambda w, group, t, peer, rop, asy, **_: (dist.reduce(t, peer, op=rop, group=group, async_op=asy), None),
+    "all_reduce": lambda w, group, t, rop, asy, **_: (dist.all_reduce(t, op=rop, group=group, async_op=asy), None),
+    "scatter": lambda w, group, t, lst, peer, asy, **_: (
+        dist.scatter(t, scatter_list=lst if w.rank == peer else None, src=peer, group=group, async_op=asy), None),
+    "gather": lambda w, group, t, lst, peer, asy, **_: (
+        dist.gather(t, gather_list=lst if w.rank == peer else None, dst=peer, group=group, async_op=asy), None),
+    "all_gather": lambda w, group, t, lst, asy, **_: (dist.all_gather(lst, t, group=group, async_op=asy), None),
+    "all_gather_into_tensor": lambda w, group, t, out, asy, **_: (
+        _tensor_form("all_gather_into_tensor", "_all_gather_base")(out, t, group=group, async_op=asy), None),
+    "reduce_scatter": lambda w, group, out, lst, rop, asy, **_: (
+        dist.reduce_scatter(out, lst, op=rop, group=group, async_op=asy), None),
+    "reduce_scatter_tensor": lambda w, group, t, out, rop, asy, **_: (
+        _tensor_form("reduce_scatter_tensor", "_reduce_scatter_base")(out, t, op=rop, group=group, async_op=asy), None),
+    "all_to_all": lambda w, group, lst, out_list, asy, **_: (
+        dist.all_to_all(out_list, lst, group=group, async_op=asy), None),
+    # collie's splits count elements; the tensors here are 1-D, so they are rows too.
+    "all_to_all_single": lambda w, group, t, out, head, asy, **_: (
+        dist.all_to_all_single(out, t, output_split_sizes=head.get("output_split_sizes"),
+                               input_split_sizes=head.get("input_split_sizes"), group=group, async_op=asy), None),
+    "barrier": lambda w, group, asy, **_: (dist.barrier(group=group, async_op=asy), None),
+    "monitored_barrier": _monitored_barrier,
+    "batch_isend_irecv": _batch_isend_irecv,
+}
+
+
 class Worker:
     def __init__(self, link, rank, world):
         self.link = link
@@ -158,89 +225,56 @@ class Worker:
         self.group_errors = {}
         self.handles = {}
 
-    def make_group(self, gid, ranks, timeout_ms):
+    def make_group(self, gid, ranks, timeout_ns):
         kwargs = {}
-        if timeout_ms:
-            kwargs["timeout"] = datetime.timedelta(milliseconds=timeout_ms)
+        if timeout_ns:
+            kwargs["timeout"] = datetime.timedelta(microseconds=timeout_ns / 1000.0)
         try:
             self.groups[gid] = dist.new_group(ranks=ranks, **kwargs)
         except Exception as e:  # noqa: BLE001
             self.group_errors[gid] = "%s: %s" % (type(e).__name__, e)
 
     # ---- ops --------------------------------------------------------------
+    @staticmethod
+    def decode(head, tensors):
+        """The call's arguments from its message (backends/remote/call_codec.h):
+        the slots' tensors by the layout, then batch_isend_irecv's ops."""
+        args = {}
+        at = 0
+        for slot in ("tensor", "list", "output"):
+            n = head.get("layout", {}).get(slot)
+            if n is None:
+                continue
+            args[slot] = tensors[at:at + n]
+            at += n
+        args["p2p"] = []
+        for op in head.get("p2p", []):
+            args["p2p"].append((op["send"], tensors[at], op["peer"], op.get("tag", 0)))
+            at += 1
+        return args
+
     def issue(self, head, tensors):
-        op = head["op"]
+        """Calls the op with torch.distributed: returns (work or None, the source of a blocking receive)."""
         gid = head.get("group", 0)
         if gid in self.group_errors:
             raise RuntimeError("its group could not be created: " + self.group_errors[gid])
         group = self.groups[gid]
+        a = self.decode(head, tensors)
+        one = {k: v[0] for k, v in a.items() if k in ("tensor", "output") and v}
+        lst = a.get("list")
+        out_list = a.get("output") if head["op"] == "all_to_all" else None
         peer = None if head.get("any_source") else head.get("peer", -1)
         tag = head.get("tag", 0)
-        # A call's own timeout (timeout_ms) is honoured as torch offers it:
+        rop = reduce_op(head["reduce_op"]) if "reduce_op" in head else None
+        # A call's own timeout (timeout_ns) is honoured as torch offers it:
         # the collective is issued asynchronously and Work.wait(timeout)
         # bounds the wait (complete()).
-        a = head.get("async", False) or bool(head.get("timeout_ms"))
-        lst = tensors[1:1 + head.get("list", 0)]
-        if op == "send":
-            dist.send(tensors[0], peer, group=group, tag=tag)
-            return None, peer
-        if op == "isend":
-            return dist.isend(tensors[0], peer, group=group, tag=tag), peer
-        if op == "recv":
-            return None, dist.recv(tensors[0], src=peer, group=group, tag=tag)
-        if op == "irecv":
-            return dist.irecv(tensors[0], src=peer, group=group, tag=tag), peer
-        if op == "broadcast":
-            return dist.broadcast(tensors[0], peer, group=group, async_op=a), None
-        if op == "reduce":
-            return dist.reduce(tensors[0], peer, op=reduce_op(head.get("reduce_op", "SUM")), group=group,
-                               async_op=a), None
-        if op == "all_reduce":
-            return dist.all_reduce(tensors[0], op=reduce_op(head.get("reduce_op", "SUM")), group=group,
-                                   async_op=a), None
-        if op == "scatter":
-            return dist.scatter(tensors[0], scatter_list=lst if self.rank == peer else None, src=peer,
-                                group=group, async_op=a), None
-        if op == "gather":
-            return dist.gather(tensors[0], gather_list=lst if self.rank == peer else None, dst=peer,
-                               group=group, async_op=a), None
-        if op == "all_gather":
-            return dist.all_gather(lst, tensors[0], group=group, async_op=a), None
-        if op == "all_gather_into_tensor":
-            f = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
-            return f(tensors[1], tensors[0], group=group, async_op=a), None
-        if op == "reduce_scatter":
-            return dist.reduce_scatter(tensors[0], lst, op=reduce_op(head.get("reduce_op", "SUM")), group=group,
-                                       async_op=a), None
-        if op == "reduce_scatter_tensor":
-            f = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
-            return f(tensors[1], tensors[0], op=reduce_op(head.get("reduce_op", "SUM")), group=group,
-                     async_op=a), None
-        if op == "all_to_all":
-            n = head.get("list", 0)
-            return dist.all_to_all(tensors[:n], tensors[n:2 * n], group=group, async_op=a), None
-        if op == "all_to_all_single":
-            # collie's splits count elements; the tensors here are 1-D, so they are rows too.
-            return dist.all_to_all_single(tensors[1], tensors[0], output_split_sizes=head.get("output_split_sizes"),
-                                          input_split_sizes=head.get("input_split_sizes"), group=group,
-                                          async_op=a), None
-        if op == "barrier":
-            return dist.barrier(group=group, async_op=a), None
-        raise ValueError("unknown op " + op)
-
-    @staticmethod
-    def outputs(op, head, rank):
-        if op in ("recv", "irecv", "broadcast", "reduce", "all_reduce", "scatter"):
-            return [0]
-        if op in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
-            return [1]
-        if op == "reduce_scatter":
-            return [0]
-        if op == "all_to_all":
-            return list(range(head.get("list", 0)))
-        if op == "all_gather" or (op == "gather" and head.get("peer") == rank):
-            return list(range(1, 1 + head.get("list", 0)))
-        return []
+        asy = head.get("async", False) or bool(head.get("timeout_ns"))
+        op = head["op"]
+        if op not in LIBRARY_CALLS:
+            raise ValueError("unknown op " + op)
+        return LIBRARY_CALLS[op](self, group=group, t=one.get("tensor"), out=one.get("output"), lst=lst,
+                                 out_list=out_list, peer=peer, tag=tag, rop=rop, asy=asy, head=head, p2p=a["p2p"])
 
     def reply_error(self, op_id, e):
         text = "%s: %s" % (type(e).__name__, e)
@@ -251,8 +285,11 @@ class Worker:
         op = head["op"]
         try:
             if work is not None:
-                if head.get("timeout_ms"):
-                    work.wait(timeout=datetime.timedelta(milliseconds=head["timeout_ms"]))
+                if isinstance(work, list):  # batch_isend_irecv's requests
+                    for w in work:
+                        w.wait()
+                elif head.get("timeout_ns"):
+                    work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
                 else:
                     work.wait()
                 if op == "irecv" and source is None:
@@ -262,7 +299,7 @@ class Worker:
             self.reply_error(op_id, e)
             return
         not_member = group is dist.GroupMember.NON_GROUP_MEMBER
-        outs = [] if not_member else [k for k in self.outputs(op, head, self.rank) if k < len(tensors)]
+        outs = [] if not_member else [k for k in head.get("writes", []) if k < len(tensors)]
         self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
                          "not_member": not_member, "outputs": outs},
                         [to_bytes(tensors[k]) for k in outs])
@@ -289,9 +326,9 @@ class Worker:
                 return 0
             if t == "begin":
                 self.drop_run()
-                self.make_group(0, list(range(self.world)), head.get("timeout_ms"))
+                self.make_group(0, list(range(self.world)), head.get("timeout_ns"))
             elif t == "group":
-                self.make_group(head["group"], head["ranks"], head.get("timeout_ms"))
+                self.make_group(head["group"], head["ranks"], head.get("timeout_ns"))
             elif t == "op":
                 self.op(head, blobs)
             elif t == "wait":
@@ -464,7 +501,7 @@ def bench(rank, world, o):
 def start_process_group(backend, rank, world, op_timeout):
     """init_process_group, after every rank's process has started.
 
-    The op timeout (COLLIE_TIMEOUT_MS) may be a few seconds, but starting
+    The op timeout (COLLIE_TIMEOUT_NS) may be a few seconds, but starting
     Python and importing torch takes seconds per process on a loaded machine;
     with env:// the op timeout would also bound how long rank 1 waits for
     rank 0's store, so a slow start would fail as a connect timeout. Instead
@@ -507,7 +544,7 @@ def main():
     if backend in availability and not availability[backend]():
         fail_start("torch %s at %s was built without the '%s' backend" % (torch.__version__, sys.executable, backend))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    timeout = datetime.timedelta(milliseconds=int(os.environ.get("COLLIE_TIMEOUT_MS", "1800000")))
+    timeout = datetime.timedelta(microseconds=int(os.environ.get("COLLIE_TIMEOUT_NS", "1800000000000")) / 1000.0)
     try:
         start_process_group(backend, rank, world, timeout)
     except Exception as e:  # noqa: BLE001

@@ -69,8 +69,8 @@ BackendInfo make(const std::string& name) {
     remote::ProcessJobSpec spec;
     spec.backend = name;
     spec.explain_failed_start = explain;
-    const std::string timeout_ms = o.timeout_ns > 0 ? std::to_string(o.timeout_ns / 1'000'000) : "";
-    spec.children = [backend, timeout_ms](int world, const std::string& controller, const std::string& token) {
+    const std::string timeout_ns = o.timeout_ns > 0 ? std::to_string(o.timeout_ns) : "";
+    spec.children = [backend, timeout_ns](int world, const std::string& controller, const std::string& token) {
       const std::string port = std::to_string(remote::free_local_port());
       const std::string driver = collie_data_path(kDriver);
       std::vector<remote::ChildSpec> children;
@@ -82,7 +82,7 @@ BackendInfo make(const std::string& name) {
                                    {"COLLIE_TORCH_IMPORT", env("COLLIE_TORCH_IMPORT")},
                                    // One thread per rank process: several ranks share the host's cores.
                                    {"OMP_NUM_THREADS", "1"}});
-        if (!timeout_ms.empty()) c.env.emplace_back("COLLIE_TIMEOUT_MS", timeout_ms);
+        if (!timeout_ns.empty()) c.env.emplace_back("COLLIE_TIMEOUT_NS", timeout_ns);
         children.push_back(std::move(c));
       }
       return children;
@@ -118,11 +118,11 @@ std::string probe() {
   return std::string("torch ") + version + " under " + py + ": gloo " + gloo + ", mpi " + mpi + ", nccl " + nccl;
 }
 
-void register_torch_backends(BackendRegistry& registry) {
-  registry.add_family("torch", make,
-                      "torch.distributed's backend NAME (gloo, mpi, nccl, or your own registered by a module given "
-                      "with --torch-import) through torch's Python API, one process per rank",
-                      "--backend torch:NAME [--python PATH] [--torch-import MODULE]");
+BackendFamily make_torch_backends() {
+  return BackendFamily{"torch", make,
+                       "torch.distributed's backend NAME (gloo, mpi, nccl, or your own registered by a module given "
+                       "with --torch-import) through torch's Python API, one process per rank",
+                       "--backend torch:NAME [--python PATH] [--torch-import MODULE]"};
 }
 
 }  // namespace collie::torch

@@ -10,11 +10,12 @@
 
 #include <string>
 
-#include "backends/registry.h"
+#include "backends/backend_info.h"
 
 namespace collie::torch {
 
-void register_torch_backends(BackendRegistry& registry);
+// The torch:NAME family, for the registry (backends/builtin_backends.cpp).
+BackendFamily make_torch_backends();
 
 // The Python interpreter the driver runs under.
 std::string python();

@@ -68,5 +68,10 @@ Task<void> bruck_all_to_all(CollectiveContext& c, std::vector<TensorView> out, s
 
 // barrier
 Task<void> dissemination_barrier(CollectiveContext& c);
+// monitored_barrier: group rank 0 receives an empty message from every
+// other member (all posted at once, in the phase kMonitorWaitsPhase), then
+// releases each with one; the op's timeout bounds the wait.
+inline constexpr const char* kMonitorWaitsPhase = "wait for arrivals";
+Task<void> monitored_barrier(CollectiveContext& c);
 
 }  // namespace collie::algorithms

@@ -42,6 +42,7 @@ class CollectiveContext {
 
   int size() const { return static_cast<int>(ranks_->size()); }
   int rank() const { return me_; }
+  const OpInfo& info() const { return *info_; }
   std::uint32_t context() const { return context_; }
   std::uint64_t seq() const { return fp_.seq; }
 
@@ -83,14 +84,15 @@ class CollectiveContext {
     stop_if_ended();
     if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
   }
-  // A scratch tensor in the transport's memory; `holder` keeps it alive, and
-  // so does every send of the call until its transport completes it (an
-  // algorithm that stops early frees nothing a transport still reads).
+  // A scratch tensor in the transport's memory (its memory_space(), where
+  // the call's tensors are too); `holder` keeps it alive, and so does every
+  // send of the call until its transport completes it (an algorithm that
+  // stops early frees nothing a transport still reads).
   TensorView scratch(DType dtype, std::size_t count, std::shared_ptr<std::byte>& holder) {
     holder = t_.allocate(count * dtype_size(dtype));
     if (!scratch_) scratch_ = std::make_shared<std::vector<std::shared_ptr<std::byte>>>();
     scratch_->push_back(holder);
-    return TensorView{holder.get(), dtype, count, MemorySpace::kHost};
+    return TensorView{holder.get(), dtype, count, t_.memory_space()};
   }
 
  private:

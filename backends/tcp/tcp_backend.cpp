@@ -1,4 +1,4 @@
-#include "backends/tcp/tcp_world.h"
+#include "backends/tcp/tcp_backend.h"
 
 #include <cstdlib>
 
@@ -80,7 +80,7 @@ std::unique_ptr<Job> start_tcp_processes(const JobOptions& o) {
 
 }  // namespace
 
-void register_tcp_backend(BackendRegistry& registry) {
+BackendInfo make_tcp_backend() {
   BackendInfo info;
   info.name = "tcp";
   info.description =
@@ -90,7 +90,7 @@ void register_tcp_backend(BackendRegistry& registry) {
   info.simulated = false;
   info.create = [](const BackendOptions& o) { return std::make_unique<TcpWorld>(o); };
   info.start = start_tcp_processes;
-  registry.add(std::move(info));
+  return info;
 }
 
 }  // namespace collie::tcp

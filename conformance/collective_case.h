@@ -1,0 +1,77 @@
+// Collective cases: one collective call on a job, described by a value
+// (op, group, dtype, count, root, reduce op, algorithm, form, data seed),
+// drawn at random or written by hand, and the inputs it gets.
+//
+// Inputs are generated from data_seed so that every result is exact in any
+// combination order (as nccl-tests does): small integers for floating SUM,
+// AVG, MIN and MAX; {-2,-1,1,2} for floating PRODUCT; any bits for integer
+// types (wrapping arithmetic is order-independent); 0/1 for bool. With
+// special_values, each floating element draws from one class for every
+// rank -- signed zeros; NaNs among small values; infinities among small
+// values; subnormals; small values -- and collie's core must give the
+// oracle's bits (its canonical NaN, -0.0 below +0.0 for MIN/MAX); another
+// implementation whose NaN or zero bits differ gets a note, not a failure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/frame.h"
+#include "core/op.h"
+#include "core/reduce_op.h"
+#include "core/tensor.h"
+#include "sim/prng.h"
+
+namespace collie::conformance {
+
+struct CollectiveCase {
+  CollectiveKind op = CollectiveKind::kAllReduce;
+  std::vector<int> group;             // global ranks, any order; empty: the world
+  DType dtype = DType::kFloat32;
+  std::size_t count = 1;              // elements per rank (per list entry; reduce_scatter's output)
+  int root = 0;                       // global rank; broadcast/reduce/scatter/gather
+  ReduceOp reduce_op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+  std::uint64_t data_seed = 1;
+  // Floating inputs also hold signed zeros, NaNs of both signs (quiet and
+  // signalling, with and without payloads), infinities and subnormals, mixed
+  // so that every result is still exact in any order of combination.
+  bool special_values = false;
+  // Floating inputs with every mantissa bit of their dtype in use (17
+  // significant bits, magnitudes 1/8 .. 16, both signs; PRODUCT 1/4 .. 4), so that sums and
+  // products need rounding: with two contributors one rounding, the same in
+  // any order, so the result is checked exactly (a bfloat16 SUM that
+  // truncates instead of rounding to nearest even fails).
+  bool rounding = false;
+  // The one-tensor form: all_gather_into_tensor, reduce_scatter_tensor,
+  // all_to_all_single (instead of all_gather, reduce_scatter, all_to_all).
+  bool tensor_form = false;
+  // all_to_all: each pair's block has its own size, 0 .. 2 * count
+  // (all_to_all_single passes split sizes).
+  bool uneven = false;
+
+  std::string describe() const;       // "all_reduce(float32 x 5, SUM, ring) on {0,2,3}"
+  // The op of core/op.h's table the case calls: the collective in its list
+  // or its one-tensor form.
+  OpKind op_kind() const;
+};
+
+// A random case of `op` for a world of `world` ranks, drawn from `prng`:
+// random group (the world half the time), dtype, supported reduce op, count
+// (0, 1, primes, up to a few thousand), root, algorithm (or auto), the list
+// or the tensor form, and for all_to_all even or uneven blocks. `deep`
+// cases also draw counts below the world size and from 64 Ki to several
+// MiB (odd sizes), capped so that the whole job holds at most 2^25
+// elements.
+CollectiveCase random_case(CollectiveKind op, int world, sim::Prng& prng, bool deep = false);
+
+// Elements group rank `from` sends group rank `to` in an all_to_all case.
+std::size_t block_count(const CollectiveCase& c, int from, int to);
+
+// The value generator used for inputs (exposed for tests of the oracle).
+void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_index);
+
+}  // namespace collie::conformance

@@ -1,0 +1,69 @@
+#include "core/group.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+
+namespace collie {
+
+std::uint64_t group_digest(const std::vector<int>& sorted_ranks) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(sorted_ranks.size());
+  for (int r : sorted_ranks) mix(static_cast<std::uint64_t>(r));
+  return h;
+}
+
+std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest) {
+  // Interned per world size: a simulated job of n ranks holds one list of n
+  // ranks, not n of them. Guarded because in-process TCP ranks are threads.
+  static std::mutex mu;
+  static std::map<int, std::pair<std::weak_ptr<const std::vector<int>>, std::uint64_t>> interned;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [weak, d] = interned[world_size];
+  auto list = weak.lock();
+  if (!list) {
+    auto fresh = std::make_shared<std::vector<int>>(static_cast<std::size_t>(world_size));
+    for (int i = 0; i < world_size; ++i) (*fresh)[static_cast<std::size_t>(i)] = i;
+    d = group_digest(*fresh);
+    list = std::move(fresh);
+    weak = list;
+  }
+  *digest = d;
+  return list;
+}
+
+int Group::group_rank_of(int global_rank) const {
+  const std::vector<int>& r = s_->ranks();
+  auto it = std::lower_bound(r.begin(), r.end(), global_rank);
+  return it != r.end() && *it == global_rank ? static_cast<int>(it - r.begin()) : -1;
+}
+
+std::vector<int> new_group_members(std::vector<int> ranks, int world_size, int caller_rank) {
+  auto refuse = [&](const std::string& why) {
+    throw Error(ErrorKind::kInvalidArgument, OpContext{caller_rank, "new_group", "world", -1, {}}, why);
+  };
+  if (ranks.empty()) refuse("a group needs at least one rank");
+  for (int r : ranks)
+    if (r < 0 || r >= world_size)
+      refuse("rank " + std::to_string(r) + " is out of range for world size " + std::to_string(world_size));
+  std::sort(ranks.begin(), ranks.end());
+  if (auto dup = std::adjacent_find(ranks.begin(), ranks.end()); dup != ranks.end())
+    refuse("rank " + std::to_string(*dup) + " is listed twice");
+  return ranks;
+}
+
+std::string default_group_name(int id, const std::vector<int>& sorted_ranks) {
+  std::string name = "group " + std::to_string(id) + " {";
+  for (std::size_t i = 0; i < sorted_ranks.size(); ++i) name += (i ? "," : "") + std::to_string(sorted_ranks[i]);
+  return name + "}";
+}
+
+}  // namespace collie
