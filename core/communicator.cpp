@@ -6,6 +6,7 @@
 
 #include "core/algorithms/algorithms.h"
 #include "core/error.h"
+#include "core/send_scribble.h"
 #include "core/transport_call.h"
 
 namespace collie {
@@ -44,6 +45,7 @@ struct WakeAt {
   }
   void await_resume() const {
     if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "an op timeout's timer");
+    restore_scribbles(t);
   }
 };
 
@@ -205,7 +207,7 @@ Communicator::Communicator(Transport& transport, CommunicatorOptions options)
       opts_(options),
       rank_(transport.rank()),
       world_size_(transport.world_size()),
-      engine_(transport, options.eager_threshold_bytes),
+      engine_(transport, options.eager_threshold_bytes, options.scribble_completed_sends),
       created_at_(transport.now()) {
   auto w = std::make_shared<GroupState>();
   w->id = 0;

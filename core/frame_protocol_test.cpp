@@ -8,35 +8,19 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/frame_check.h"
 #include "core/message_engine.h"
+#include "core/testing/recording_transport.h"
 
 namespace collie {
 namespace {
 
-// A transport that only records what the core sends.
-class Recorder final : public Transport {
- public:
-  explicit Recorder(int rank) : rank_(rank) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return 3; }
-  void attach(FrameSink*) override {}
-  void post_send(const FrameHeader& h, std::span<const std::byte>, void*) override { sent.push_back(h); }
-  void schedule(std::coroutine_handle<>) override {}
-  void schedule_after_compute(std::uint64_t, std::coroutine_handle<>) override {}
-  void schedule_at(Nanos, std::coroutine_handle<>) override {}
-  bool run_until(const std::function<bool()>&, std::optional<Nanos>) override { return true; }
-  Nanos now() const override { return 0; }
-  std::deque<FrameHeader> sent;
-
- private:
-  int rank_;
-};
+using testing::error_of;
+using testing::RecordingTransport;
 
 struct Forgery {
   std::string names;  // what the refusal must say
@@ -71,20 +55,11 @@ Forgery forge(FrameHeader& h) {
   }
 }
 
-std::string error_of(const std::shared_ptr<WorkState>& w) {
-  if (!w->completed || !w->error) return "(no error)";
-  try {
-    std::rethrow_exception(w->error);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 constexpr std::size_t kEager = 16;  // bytes; larger sends take the rendezvous
 std::vector<float> buffer(40);
 
 RC_GTEST_PROP(FrameProtocol, AForgedClearToSendIsRefusedNamingTheField, ()) {
-  Recorder t(0);
+  RecordingTransport t(0, 3);
   MessageEngine sender(t, kEager);
   SendSpec s;
   s.dst = 1;
@@ -92,7 +67,7 @@ RC_GTEST_PROP(FrameProtocol, AForgedClearToSendIsRefusedNamingTheField, ()) {
   s.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
   const auto w = sender.send(s, nullptr);
   RC_ASSERT(t.sent.size() == 1u);
-  const FrameHeader rts = t.sent.front();
+  const FrameHeader rts = t.sent.front().header;
   RC_ASSERT(rts.kind == FrameKind::kRts);
   FrameHeader cts = rts;
   cts.kind = FrameKind::kCts;
@@ -108,7 +83,7 @@ RC_GTEST_PROP(FrameProtocol, AForgedClearToSendIsRefusedNamingTheField, ()) {
 }
 
 RC_GTEST_PROP(FrameProtocol, AForgedDataFrameIsRefusedNamingTheField, ()) {
-  Recorder t(1);
+  RecordingTransport t(1, 3);
   MessageEngine receiver(t, kEager);
   RecvSpec r;
   r.src = 0;
@@ -126,8 +101,8 @@ RC_GTEST_PROP(FrameProtocol, AForgedDataFrameIsRefusedNamingTheField, ()) {
   seal(rts);
   receiver.on_frame(rts, {});
   RC_ASSERT(t.sent.size() == 1u);
-  RC_ASSERT(t.sent.front().kind == FrameKind::kCts);
-  RC_ASSERT(!echo_mismatch(t.sent.front(), rts));  // the CTS echoes the RTS
+  RC_ASSERT(t.sent.front().header.kind == FrameKind::kCts);
+  RC_ASSERT(!echo_mismatch(t.sent.front().header, rts));  // the CTS echoes the RTS
   FrameHeader data = rts;
   data.kind = FrameKind::kData;
   data.bytes = buffer.size() * sizeof(float);
@@ -142,13 +117,13 @@ RC_GTEST_PROP(FrameProtocol, AForgedDataFrameIsRefusedNamingTheField, ()) {
 }
 
 TEST(FrameProtocol, ASecondClearToSendForOneRendezvousIsRefused) {
-  Recorder t(0);
+  RecordingTransport t(0, 3);
   MessageEngine sender(t, kEager);
   SendSpec s;
   s.dst = 1;
   s.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
   const auto w = sender.send(s, nullptr);
-  FrameHeader cts = t.sent.front();
+  FrameHeader cts = t.sent.front().header;
   cts.kind = FrameKind::kCts;
   cts.src = 1;
   cts.dst = 0;

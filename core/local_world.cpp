@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/send_scribble.h"
 #include "core/transport_call.h"
 
 namespace collie {
@@ -19,6 +20,7 @@ struct Yield {
   }
   void await_resume() const {
     if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(e, "the start of a rank's program");
+    restore_scribbles(e);
   }
 };
 
@@ -167,7 +169,10 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   // A contract violation fails the run even when every op had finished
   // before it showed (the last completion came twice, a coroutine was
   // resumed inside the last call): no violation is ever silent.
-  for (const auto& c : comms_) c->engine().settle();
+  for (const auto& c : comms_) {
+    c->engine().restore_scribbled();  // the buffers as the ranks left them, for whoever reads them next
+    c->engine().settle();
+  }
   for (std::size_t r = 0; r < n && res.transport_fault.empty(); ++r)
     if (const std::string& v = comms_[r]->engine().contract_broken(); !v.empty())
       res.transport_fault = "transport: rank " + std::to_string(r) + ": " + v;

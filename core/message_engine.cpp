@@ -23,6 +23,7 @@ struct ComputeAwaiter {
   }
   void await_resume() const {
     if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "a received reduction's compute time");
+    restore_scribbles(t);
   }
 };
 
@@ -33,8 +34,13 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 
 }  // namespace
 
-MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
-    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
+MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends)
+    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {
+  // Only host memory is scribbled (the core never loads device memory),
+  // and only payloads that exist.
+  if (scribble_completed_sends && transport.moves_payloads() && transport.memory_space() == MemorySpace::kHost)
+    scribble_ = std::make_unique<SendScribble>(&transport);
+}
 
 MessageEngine::~MessageEngine() {
   // Notes against this transport die with it: another at the same address
@@ -210,7 +216,9 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   ++frames_received_;
   if (called_inside_a_call("on_frame")) return;
   if (broken_) return;  // after a violation nothing that arrives is trusted
+  if (scribble_) scribble_->restore();
   if (auto bad = malformed(h, &payload)) return contract_violation(&h, *bad);
+  if (scribble_ && read_after_completion(h, payload)) return;
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
@@ -287,6 +295,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
 
 FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
   if (called_inside_a_call("landing_zone") || broken_) return {};
+  if (scribble_) scribble_->restore();
   // Only a frame on_frame() would take lands: the rest is refused there.
   if (h.kind != FrameKind::kData || malformed(h, nullptr)) return {};
   auto it = inbound_.find({h.src, h.rendezvous_id});
@@ -426,13 +435,57 @@ void MessageEngine::on_send_complete(void* cookie) {
   if (it == sends_.end() || it->second.awaiting_cts)
     return contract_violation(nullptr, "on_send_complete for cookie " + std::to_string(id) +
                                            ", which is not an outstanding send (completed twice, or never posted)");
-  auto w = std::move(it->second.work);
+  PendingSend done = std::move(it->second);
   sends_.erase(it);
-  w->finish(nullptr);
+  // Scribbled before the op finishes: a transport that resumes its rank
+  // inside finish() is caught (core/transport_call.h), and the resumption
+  // restores the bytes first. A send that already ended (failed, aborted),
+  // or part of a collective call that did, is its program's no more: its
+  // buffer may be gone.
+  const bool live = !done.work->completed && (done.header.fp.op == CollectiveKind::kNone ||
+                                              active_.count({done.header.context, done.header.fp.seq}) != 0);
+  if (scribble_ && live) scribble_completed(done);
+  done.work->finish(nullptr);
+}
+
+void MessageEngine::scribble_completed(const PendingSend& ps) {
+  if (ps.buf.space != MemorySpace::kHost || !ps.buf.data || ps.buf.bytes() == 0) return;
+  std::byte* const begin = ps.buf.byte_data();
+  std::byte* const end = begin + ps.buf.bytes();
+  // What of [begin, end) the rank's other sends may still read and its
+  // receives may still write, in address order.
+  std::vector<std::pair<std::byte*, std::byte*>> held;
+  auto hold = [&](const TensorView& v) {
+    if (v.space != MemorySpace::kHost || !v.data) return;
+    std::byte* b = std::max(begin, v.byte_data());
+    std::byte* e = std::min(end, v.byte_data() + v.bytes());
+    if (b < e) held.emplace_back(b, e);
+  };
+  for (const auto& [id, other] : sends_) hold(other.buf);
+  for (const PostedRecv& r : posted_) hold(r.spec.buf);
+  for (const auto& [key, r] : inbound_) hold(r.spec.buf);
+  std::sort(held.begin(), held.end());
+  std::byte* from = begin;
+  for (const auto& [b, e] : held) {
+    if (from < b) scribble_->scribble({from, b}, ps.keepalive);
+    from = std::max(from, e);
+  }
+  if (from < end) scribble_->scribble({from, end}, ps.keepalive);
+}
+
+bool MessageEngine::read_after_completion(const FrameHeader& h, std::span<const std::byte> payload) {
+  if ((h.kind != FrameKind::kEager && h.kind != FrameKind::kData) || !holds_scribble(payload)) return false;
+  contract_violation(&h, "a payload holding the pattern collie writes over a completed send's buffer: rank " +
+                             std::to_string(h.src) +
+                             "'s transport read the send's buffer after on_send_complete() (a send's payload is "
+                             "valid until its completion, not after; on checking runs the core overwrites a "
+                             "completed send's buffer until its rank runs again, core/send_scribble.h)");
+  return true;
 }
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   if (called_inside_a_call("on_peer_lost")) return;
+  if (scribble_) scribble_->restore();
   if (!clean) lost_peers_.insert(peer);
   lost_why_[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {

@@ -36,6 +36,7 @@
 #include "core/frame.h"
 #include "core/group.h"
 #include "core/op_info.h"
+#include "core/send_scribble.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -68,7 +69,8 @@ struct RecvSpec {
 
 class MessageEngine final : public FrameSink {
  public:
-  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes);
+  // `scribble_completed_sends`: checking runs (core/send_scribble.h).
+  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends = false);
   ~MessageEngine() override;
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;
@@ -176,6 +178,11 @@ class MessageEngine final : public FrameSink {
   // The transport's contract violation, as the rank's ops fail with it;
   // empty while none happened.
   const std::string& contract_broken() const { return violation_; }
+  // Puts back every completed send's buffer this rank's engine overwrote
+  // (core/send_scribble.h): as a run ends, before anything reads them.
+  void restore_scribbled() {
+    if (scribble_) scribble_->restore();
+  }
   // Frames the transport delivered to this rank so far.
   std::uint64_t frames_received() const { return frames_received_; }
 
@@ -278,6 +285,13 @@ class MessageEngine final : public FrameSink {
   void post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
   void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
+  // Checking runs: overwrites what of the completed send `ps`'s buffer no
+  // other send or receive of this rank still holds (core/send_scribble.h).
+  void scribble_completed(const PendingSend& ps);
+  // Checking runs: whether `payload` (of an eager or data frame) holds the
+  // pattern, i.e. the sender's transport read the buffer after completing
+  // the send; then the violation, naming it.
+  bool read_after_completion(const FrameHeader& h, std::span<const std::byte> payload);
 
   Transport& t_;
   const int rank_;
@@ -313,6 +327,7 @@ class MessageEngine final : public FrameSink {
   std::set<int> lost_peers_;
   std::map<int, std::string> lost_why_;
   SpawnRegistry spawned_;
+  std::unique_ptr<SendScribble> scribble_;  // checking runs only
 };
 
 }  // namespace collie

@@ -1,6 +1,7 @@
 #include "core/work.h"
 
 #include "core/error.h"
+#include "core/send_scribble.h"
 #include "core/transport_call.h"
 
 namespace collie {
@@ -11,6 +12,8 @@ void Work::await_resume() const {
   // stands, and the rank's engine fails every op with the violation next.
   if (TransportCall::current()) [[unlikely]]
     note_resumed_inside_call(s_ ? s_->executor : nullptr, s_ ? s_->describe() : std::string("an op"));
+  // The rank runs again: what its core scribbled is put back first.
+  if (s_) restore_scribbles(s_->executor);
   if (s_ && s_->error) std::rethrow_exception(s_->error);
 }
 

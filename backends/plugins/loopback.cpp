@@ -16,6 +16,10 @@
 //   duplicating_loopback         delivers every N-th frame twice
 //   double_completing_loopback   completes every N-th send twice
 //   late_reading_loopback        reports a send complete, reads its payload later
+//   reads_after_completion_loopback  reports every send complete at once, reads its payload right
+//                                    after (before its rank runs again: only scribbling shows it)
+//   thousandth_frame_loopback    delivers its 1000th frame (and every 1000th after) twice: only
+//                                long runs reach it
 //   short_payload_loopback       delivers every N-th payload one byte short
 //   bf16_truncating_loopback     bfloat16 SUM truncates instead of rounding to nearest even
 //   early_returning_loopback     run_until returns when idle instead of reporting a deadlock
@@ -71,6 +75,7 @@
 #define LOOPBACK_DELIVER_INSIDE_POST 17
 #define LOOPBACK_TIMER_INSIDE_CALL 18
 #define LOOPBACK_CORRUPT_HEADER 19
+#define LOOPBACK_READ_AFTER_COMPLETE 20
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -105,6 +110,10 @@ constexpr Variant kVariants[] = {
     {"double_completing_loopback", LOOPBACK_DOUBLE_COMPLETE, 50, "broken on purpose: completes every 50th send twice"},
     {"late_reading_loopback", LOOPBACK_LATE_READ, 50,
      "broken on purpose: reads a send's payload after reporting it complete"},
+    {"reads_after_completion_loopback", LOOPBACK_READ_AFTER_COMPLETE, 1,
+     "broken on purpose: completes every send at once and reads its payload right after"},
+    {"thousandth_frame_loopback", LOOPBACK_DUPLICATE, 1000,
+     "broken on purpose: delivers its 1000th frame (and every 1000th after) twice"},
     {"short_payload_loopback", LOOPBACK_SHORT_PAYLOAD, 50, "broken on purpose: delivers every 50th payload one byte short"},
     {"bf16_truncating_loopback", LOOPBACK_BF16_TRUNCATE, 1,
      "broken on purpose: bfloat16 SUM truncates instead of rounding"},
@@ -439,6 +448,19 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
       if (payload.size() <= 65536) {
         if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
         world_.push({Item::kReadLate, h.dst, nullptr, h, {}, payload.data()});
+        return;
+      }
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
+    case LOOPBACK_READ_AFTER_COMPLETE:
+      // Completion at once, the payload read on the very next turn: before
+      // anything of the sender runs again, so the program never changed the
+      // buffer and its values are right -- unless the core made the buffer
+      // provably unused (core/send_scribble.h). Payloads up to 64 KiB, as
+      // late_reading_loopback, so that a freed buffer is still mapped.
+      if (cookie && payload.size() <= 65536) {
+        world_.push({Item::kSent, rank_, cookie, {}, {}});
+        world_.push({Item::kReadLate, h.dst, nullptr, h, {}, payload.data(), 1});
         return;
       }
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});

@@ -22,6 +22,7 @@
 #include "core/group.h"
 #include "core/message_engine.h"
 #include "core/observer.h"
+#include "core/send_scribble.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -106,6 +107,7 @@ class CollectiveContext {
     }
     void await_resume() const {
       if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "a reduction's compute time");
+      restore_scribbles(t);
     }
   };
   Work post_recv(int peer, int tag, TensorView buf, bool reduce, ReduceOp op) {
