@@ -10,11 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/diagnosis.h"
+#include "core/dist.h"
 #include "core/observer.h"
 #include "core/transport.h"
 
@@ -23,6 +25,7 @@ namespace collie {
 namespace sim {
 struct SimulationOptions;  // sim/simulation_options.h: read by simulated backends only
 }
+class Communicator;  // core/communicator.h
 
 struct BackendOptions {
   int world_size = 1;
@@ -62,6 +65,13 @@ class InProcessBackend {
   virtual void crash(int rank, const std::string& why) { (void)rank; (void)why; }
   // Writes the run's Chrome trace; false when the backend records none.
   virtual bool write_trace(std::ostream& out, Nanos end) const { (void)out; (void)end; return false; }
+  // For transports whose ranks take tensors in device memory only
+  // (Transport::memory_space()): a Dist over `rank` (collie's core on this
+  // backend's transport) that takes host tensors, as scenarios and property
+  // cases hold them, moving each op's tensors to the device and back. The
+  // job hands it to rank programs instead of `rank`. Null, the default:
+  // the transport takes host tensors.
+  virtual std::unique_ptr<Dist> host_tensor_dist(Communicator& rank) { (void)rank; return nullptr; }
 };
 
 }  // namespace collie

@@ -21,6 +21,10 @@ struct BackendInfo {
   std::string selection;    // how a user selects it
   bool simulated = false;   // virtual time and trace hashes are meaningful
   bool timing_only = false; // honours timing_only (payloads not materialised)
+  // now() counts events, not nanoseconds (the cuda transport's logical
+  // clock, which makes HostRuntime runs a function of the seed): whatever
+  // times ops (collie bench) uses the host's clock instead.
+  bool logical_clock = false;
   // The ops are collie's core over a transport: collie's stricter semantics
   // are promised (an unspecified-in-torch difference is a failure, not a
   // note) and deadlocks are diagnosed. False for libraries that implement

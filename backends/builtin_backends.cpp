@@ -5,7 +5,9 @@
 // Adding a backend is one line here (docs/architecture.md).
 #include "backends/registry.h"
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/mpi/mpi_backend.h"
+#include "backends/nccl/nccl_backend.h"
 #include "backends/sim/sim_backend.h"
 #include "backends/tcp/tcp_backend.h"
 #include "backends/torch/torch_backend.h"
@@ -19,6 +21,8 @@ BackendRegistry& BackendRegistry::builtin() {
     reg->add(tcp::make_tcp_backend());
     reg->add(torch::make_torch_backends());
     reg->add(mpi::make_mpi_backend());
+    reg->add(nccl::make_nccl_backend());
+    for (BackendInfo& b : cuda::make_cuda_backends()) reg->add(std::move(b));
     return reg;
   }();
   return *r;

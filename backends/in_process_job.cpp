@@ -119,9 +119,11 @@ class InProcessJob final : public Job {
     }
     co.default_timeout_ns = o.timeout_ns;
     world_ = std::make_unique<LocalWorld>(std::move(ts), co);
+    for (int r = 0; r < o.world_size; ++r) host_dists_.push_back(backend_->host_tensor_dist(world_->comm(r)));
   }
   ~InProcessJob() override {
-    world_.reset();  // communicators before the transports they use
+    host_dists_.clear();  // wrappers before the communicators they wrap
+    world_.reset();       // communicators before the transports they use
     backend_.reset();
   }
 
@@ -133,7 +135,12 @@ class InProcessJob final : public Job {
     ctx.faults = [this] { return injected_faults(); };
     InProcessBackend* b = backend_.get();
     ctx.crashed = [b](int r) { return b->crashed(r); };
-    RunResult res = world_->run([&program](Communicator& c) { return program(c); }, ctx);
+    RunResult res = world_->run(
+        [&](Communicator& c) -> Task<void> {
+          Dist* wrapped = host_dists_[static_cast<std::size_t>(c.rank())].get();
+          return program(wrapped ? *wrapped : static_cast<Dist&>(c));
+        },
+        ctx);
     if (watch_ && res.deadlocked && res.transport_fault.empty()) {
       // backends/backend.h: after crash(R), every other rank's transport
       // reports R lost. A deadlock with a rank never told is the transport's.
@@ -164,6 +171,7 @@ class InProcessJob final : public Job {
   std::unique_ptr<InProcessBackend> backend_;
   std::unique_ptr<JobObserver> watch_;
   std::unique_ptr<LocalWorld> world_;
+  std::vector<std::unique_ptr<Dist>> host_dists_;  // by rank; null where ranks take host tensors
   std::string name_;
 };
 

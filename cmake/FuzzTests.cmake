@@ -11,13 +11,18 @@ file(GLOB fuzz_sources
   ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/sim/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/*.cpp ${PROJECT_SOURCE_DIR}/backends/torch/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp
+  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
+  # The CUDA backends on HostRuntime only (CudaRuntime needs the toolkit).
+  ${PROJECT_SOURCE_DIR}/backends/cuda/host_runtime.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_transport.cpp
+  ${PROJECT_SOURCE_DIR}/backends/cuda/staging.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/host_tensor_dist.cpp
+  ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_backend.cpp
   ${PROJECT_SOURCE_DIR}/check/*.cpp
   ${PROJECT_SOURCE_DIR}/scenario/*.cpp)
 list(FILTER fuzz_sources EXCLUDE REGEX "_test\\.cpp$|scenario/search\\.cpp$")
 set(fuzz_tests
   ${PROJECT_SOURCE_DIR}/scenario/loader_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/scenario/expr_fuzz_test.cpp
+  ${PROJECT_SOURCE_DIR}/scenario/value_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/wire_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/rendezvous_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/op_protocol_fuzz_test.cpp

@@ -52,6 +52,8 @@ struct SuiteOptions {
   std::function<void(int, int, const std::string&)> progress;
 };
 
+// A case: a scenario, a generated property case, or a scenario file that
+// did not load (feature "scenario_files", failed, its message the loader's).
 struct CaseResult {
   std::string feature;
   std::string name;
@@ -69,7 +71,6 @@ struct SuiteResult {
   std::string backend;
   std::string implementation;  // what ran the ops ("Open MPI 4.1.4", ...)
   std::vector<CaseResult> cases;
-  std::vector<std::string> load_errors;  // scenarios that did not load
   std::uint64_t frames = 0;    // frames delivered to collie's core over every run (0: not counted)
   // A case outlived the watchdog (its transport never returned control):
   // the suite stopped there, and its thread still runs. The caller reports

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,35 @@ TEST(Conformance, JUnitHasTheReplayLineOnceAndPlainDecimalTimes) {
   EXPECT_EQ(x.find("replay: collie run c.yaml"), x.rfind("replay: collie run c.yaml")) << x;
   EXPECT_NE(x.find("time=\"0.000012\""), std::string::npos) << x;
   EXPECT_EQ(x.find("e-05"), std::string::npos) << x;
+}
+
+// A scenario that failed to load was printed after the matrix but was in
+// neither the count nor the JUnit report: CI that reads only the report
+// saw a suite that passed.
+TEST(Conformance, AScenarioThatFailsToLoadIsAFailedCaseInTheCountAndTheJUnitReport) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "collie_suite_unloadable";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "broken.yaml") << "version: 1\nname: x\nworld: 2\nprogram:\n  - {op: allreduce}\n";
+  SuiteOptions o;
+  o.scenario_dirs = {dir.string(), (dir / "missing").string()};
+  o.filter = "^scenario_files/";
+  const SuiteResult r = run_conformance(o);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.cases.size(), 2u) << format_matrix(r);
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(r.failed(), 2);
+  EXPECT_EQ(r.cases[0].name, "missing");
+  EXPECT_NE(r.cases[0].message.find("not a directory of scenarios"), std::string::npos);
+  EXPECT_EQ(r.cases[1].name, "broken");
+  EXPECT_NE(r.cases[1].message.find("broken.yaml:5:10: error: unknown op 'allreduce'"), std::string::npos)
+      << r.cases[1].message;
+  EXPECT_EQ(r.cases[1].replay, "collie validate " + (dir / "broken.yaml").string());
+  const std::string m = format_matrix(r);
+  EXPECT_NE(m.find("0 passed, 2 failed"), std::string::npos) << m;
+  const std::string x = junit_xml("s", r.cases);
+  EXPECT_NE(x.find("tests=\"2\" failures=\"2\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"broken\""), std::string::npos) << x;
 }
 
 }  // namespace

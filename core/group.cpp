@@ -66,4 +66,26 @@ std::string default_group_name(int id, const std::vector<int>& sorted_ranks) {
   return name + "}";
 }
 
+std::shared_ptr<GroupState> world_group_state(int world_size, int rank) {
+  auto w = std::make_shared<GroupState>();
+  w->id = 0;
+  w->members = world_members(world_size, &w->digest);
+  w->my_rank = rank;
+  w->name = "world";
+  return w;
+}
+
+std::shared_ptr<GroupState> new_group_state(int id, std::vector<int> sorted_ranks, int rank, std::int64_t timeout_ns,
+                                            std::string name) {
+  auto g = std::make_shared<GroupState>();
+  g->id = id;
+  g->digest = group_digest(sorted_ranks);
+  const auto at = std::find(sorted_ranks.begin(), sorted_ranks.end(), rank);
+  g->my_rank = at == sorted_ranks.end() ? -1 : static_cast<int>(at - sorted_ranks.begin());
+  g->name = name.empty() ? default_group_name(id, sorted_ranks) : std::move(name);
+  g->members = std::make_shared<const std::vector<int>>(std::move(sorted_ranks));
+  g->timeout_ns = timeout_ns;
+  return g;
+}
+
 }  // namespace collie

@@ -80,4 +80,12 @@ std::string default_group_name(int id, const std::vector<int>& sorted_ranks);
 // with the same size, and its digest (stored in *digest). Thread-safe.
 std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest);
 
+// The state of a group as a Dist over a library keeps it (no contexts):
+// the world (id 0, "world") of `world_size` ranks seen from `rank`, and
+// group `id` of `sorted_ranks` (new_group_members()'s result) named `name`
+// or default_group_name().
+std::shared_ptr<GroupState> world_group_state(int world_size, int rank);
+std::shared_ptr<GroupState> new_group_state(int id, std::vector<int> sorted_ranks, int rank, std::int64_t timeout_ns,
+                                            std::string name);
+
 }  // namespace collie

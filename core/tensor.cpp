@@ -1,11 +1,14 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 namespace collie {
 
@@ -21,11 +24,18 @@ Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate) : dt
   std::size_t n = 1;
   for (std::int64_t d : shape_) {
     if (d < 0) throw std::invalid_argument("tensor dimension is negative");
-    n *= static_cast<std::size_t>(d);
+    if (__builtin_mul_overflow(n, static_cast<std::size_t>(d), &n)) n = SIZE_MAX;
+  }
+  // Every size below (bytes, the allocation rounded up) is then exact.
+  std::size_t bytes = 0;
+  if (n == SIZE_MAX || __builtin_mul_overflow(n, dtype_size(dtype_), &bytes) || bytes > (SIZE_MAX >> 2)) {
+    std::string dims;
+    for (std::int64_t d : shape_) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    throw std::length_error("a tensor of shape [" + dims + "] (" + std::string(dtype_name(dtype_)) +
+                            ") has more bytes than memory can address");
   }
   count_ = n;
   if (!allocate) return;
-  const std::size_t bytes = count_ * dtype_size(dtype_);
   // 64-byte aligned and zeroed; at least one byte so data() is never null.
   const std::size_t alloc = (bytes + 63) / 64 * 64 + 64;
   storage_ = std::shared_ptr<std::byte[]>(
@@ -89,8 +99,22 @@ void Tensor::set_int(std::size_t i, std::int64_t v) {
     case DType::kInt32: as<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
     case DType::kInt8: as<std::int8_t>()[i] = static_cast<std::int8_t>(v); break;
     case DType::kUInt8: as<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
-    default: set(i, static_cast<double>(v)); break;
+    // Rounded once, from the integer (through a double, 2^60 + 2^36 + 1
+    // would round twice): as torch converts an int64.
+    case DType::kFloat64: as<double>()[i] = static_cast<double>(v); break;
+    case DType::kFloat32: as<float>()[i] = static_cast<float>(v); break;
+    case DType::kFloat16: as<Half>()[i] = Half::from_float(static_cast<float>(v)); break;
+    case DType::kBFloat16: as<BFloat16>()[i] = BFloat16::from_float(static_cast<float>(v)); break;
+    case DType::kBool: as<std::uint8_t>()[i] = v != 0 ? 1 : 0; break;
   }
+}
+
+Tensor Tensor::row(std::size_t k) const {
+  require_memory();
+  if (shape_.empty() || k >= static_cast<std::size_t>(shape_[0])) throw std::out_of_range("Tensor::row: no such row");
+  Tensor r(dtype_, std::vector<std::int64_t>(shape_.begin() + 1, shape_.end()));
+  if (r.bytes()) std::memcpy(r.data(), static_cast<const std::byte*>(data()) + k * r.bytes(), r.bytes());
+  return r;
 }
 
 Tensor Tensor::of(DType dtype, const std::vector<double>& values) {
@@ -124,14 +148,23 @@ namespace {
 // options (precision 4): how a tensor's values are written and padded.
 class TorchFormatter {
  public:
-  explicit TorchFormatter(const Tensor& t) : floating_(is_floating(t.dtype())), bool_(t.dtype() == DType::kBool) {
+  // Over every element of t, or only those at `only` (torch's summarized
+  // data, when it prints a large tensor with "...").
+  explicit TorchFormatter(const Tensor& t, const std::vector<std::size_t>* only = nullptr)
+      : floating_(is_floating(t.dtype())), bool_(t.dtype() == DType::kBool) {
+    std::vector<std::size_t> all;
+    if (!only) {
+      all.resize(t.count());
+      for (std::size_t i = 0; i < t.count(); ++i) all[i] = i;
+      only = &all;
+    }
     if (!floating_) {
-      for (std::size_t i = 0; i < t.count(); ++i) width_ = std::max(width_, plain(t, i).size());
+      for (std::size_t i : *only) width_ = std::max(width_, plain(t, i).size());
       return;
     }
     double lo = 0, hi = 0;
     bool any = false;
-    for (std::size_t i = 0; i < t.count(); ++i) {
+    for (std::size_t i : *only) {
       const double v = t.get(i);
       if (!std::isfinite(v) || v == 0) continue;
       const double a = std::fabs(v);
@@ -146,13 +179,15 @@ class TorchFormatter {
     } else {
       sci_ = hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4;
     }
-    for (std::size_t i = 0; i < t.count(); ++i) {
+    for (std::size_t i : *only) {
       const double v = t.get(i);
       if (!std::isfinite(v) || v == 0) continue;
       std::string s = sci_ ? printf_text("%.4e", v) : int_mode_ ? printf_text("%.0f", v) : printf_text("%.4f", v);
       width_ = std::max(width_, s.size() + (!sci_ && int_mode_ ? 1 : 0));
     }
   }
+
+  std::size_t width() const { return width_; }
 
   std::string format(const Tensor& t, std::size_t i) const {
     std::string r;
@@ -206,16 +241,118 @@ std::string format_element(const Tensor& t, std::size_t i) {
   return "tensor(" + TorchFormatter(one).format(one, 0) + dtype_suffix(t.dtype()) + ")";
 }
 
-std::string format_tensor(const Tensor& t) {
-  std::ostringstream os;
-  os << "tensor([";
-  const TorchFormatter f(t);
-  for (std::size_t i = 0; i < t.count(); ++i) {
-    if (i) os << ", ";
-    os << f.format(t, i);
+namespace {
+
+// torch's print options (torch/_tensor_str.py's defaults).
+constexpr std::size_t kLineWidth = 80;
+constexpr std::size_t kThreshold = 1000;  // more elements than this: summarized
+constexpr std::size_t kEdgeItems = 3;     // kept at each end of a summarized dimension
+
+// torch's _tensor_str over a row-major tensor: the sub-tensor of dims
+// [d, ndim) starting at element `base`, at `indent`.
+struct TensorText {
+  const Tensor& t;
+  const TorchFormatter* f;  // null when only summarized() is used
+  bool summarize;
+
+  std::size_t stride(std::size_t d) const {
+    std::size_t n = 1;
+    for (std::size_t k = d + 1; k < t.shape().size(); ++k) n *= static_cast<std::size_t>(t.shape()[k]);
+    return n;
   }
-  os << "]" << dtype_suffix(t.dtype()) << ")";
-  return os.str();
+  // The indices along a dimension of `n` that are shown; SIZE_MAX marks "...".
+  std::vector<std::size_t> shown(std::size_t n) const {
+    std::vector<std::size_t> out;
+    if (summarize && n > 2 * kEdgeItems) {
+      for (std::size_t i = 0; i < kEdgeItems; ++i) out.push_back(i);
+      out.push_back(SIZE_MAX);
+      for (std::size_t i = n - kEdgeItems; i < n; ++i) out.push_back(i);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) out.push_back(i);
+    }
+    return out;
+  }
+  std::string vector(std::size_t base, std::size_t indent) const {
+    const std::size_t n = static_cast<std::size_t>(t.shape().back());
+    std::vector<std::string> data;
+    for (std::size_t i : shown(n)) data.push_back(i == SIZE_MAX ? " ..." : f->format(t, base + i));
+    const std::size_t element = f->width() + 2;
+    const std::size_t per_line = std::max<std::size_t>(1, (kLineWidth > indent ? kLineWidth - indent : 0) / element);
+    std::string out = "[";
+    for (std::size_t k = 0; k < data.size(); ++k) {
+      if (k) out += k % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ";
+      out += data[k];
+    }
+    return out + "]";
+  }
+  std::string text(std::size_t d, std::size_t base, std::size_t indent) const {
+    const std::size_t dims = t.shape().size();
+    if (d + 1 == dims) return vector(base, indent);
+    const std::string sep = "," + std::string(dims - d - 1, '\n') + std::string(indent + 1, ' ');
+    std::string out = "[";
+    bool first = true;
+    for (std::size_t i : shown(static_cast<std::size_t>(t.shape()[d]))) {
+      if (!first) out += sep;
+      first = false;
+      out += i == SIZE_MAX ? "..." : text(d + 1, base + i * stride(d), indent + 1);
+    }
+    return out + "]";
+  }
+  // torch's get_summarized_data: the elements a summarized print shows.
+  void summarized(std::size_t d, std::size_t base, std::vector<std::size_t>& out) const {
+    for (std::size_t i : shown(static_cast<std::size_t>(t.shape()[d]))) {
+      if (i == SIZE_MAX) continue;
+      if (d + 1 == t.shape().size()) out.push_back(base + i);
+      else summarized(d + 1, base + i * stride(d), out);
+    }
+  }
+};
+
+// torch's _add_suffixes: ", dtype=..." on the last line, or on a line of
+// its own when the last line would pass the line width.
+std::string with_suffixes(std::string s, const std::vector<std::string>& suffixes, std::size_t indent) {
+  // As torch counts it: len(s) - s.rfind("\n") + 1, with rfind -1 when none.
+  const std::size_t nl = s.rfind('\n');
+  std::size_t last_line = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;
+  for (const std::string& x : suffixes) {
+    if (last_line + x.size() + 2 > kLineWidth) {
+      s += ",\n" + std::string(indent, ' ') + x;
+      last_line = indent + x.size();
+    } else {
+      s += ", " + x;
+      last_line += x.size() + 2;
+    }
+  }
+  return s + ")";
+}
+
+}  // namespace
+
+std::string format_tensor(const Tensor& t) {
+  const std::string prefix = "tensor(";
+  std::vector<std::string> suffixes;
+  if (t.count() == 0) {
+    // torch shows an empty tensor's shape unless it is (0,), and its dtype
+    // unless it is the default (float32): there is no element to infer it from.
+    if (t.shape().size() != 1) {
+      std::string dims;
+      for (std::int64_t d : t.shape()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      suffixes.push_back("size=(" + dims + ")");
+    }
+    if (t.dtype() != DType::kFloat32) suffixes.push_back("dtype=torch." + std::string(dtype_name(t.dtype())));
+    return with_suffixes(prefix + "[]", suffixes, prefix.size());
+  }
+  const std::string suffix = dtype_suffix(t.dtype());
+  if (!suffix.empty()) suffixes.push_back(suffix.substr(2));  // without ", "
+  if (t.shape().empty()) return with_suffixes(prefix + TorchFormatter(t).format(t, 0), suffixes, prefix.size());
+  // The formatter's widths come from what is shown: every element, or a
+  // summarized tensor's edges.
+  const bool summarize = t.count() > kThreshold;
+  std::vector<std::size_t> edges;
+  if (summarize) TensorText{t, nullptr, true}.summarized(0, 0, edges);
+  const TorchFormatter f(t, summarize ? &edges : nullptr);
+  const std::string body = TensorText{t, &f, summarize}.text(0, 0, prefix.size());
+  return with_suffixes(prefix + body, suffixes, prefix.size());
 }
 
 std::string python_float(double v) {

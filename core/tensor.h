@@ -39,7 +39,9 @@ struct TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  // A zero-filled host tensor.
+  // A zero-filled host tensor. Throws std::invalid_argument for a negative
+  // dimension and std::length_error when the elements' bytes overflow
+  // (the product of the dimensions is checked, not only each).
   Tensor(DType dtype, std::vector<std::int64_t> shape);
   static Tensor zeros(DType dtype, std::vector<std::int64_t> shape) {
     return Tensor(dtype, std::move(shape));
@@ -68,8 +70,15 @@ class Tensor {
   // truncated toward zero and wrapped for integers, v != 0 for bool).
   void set(std::size_t i, double v);
   // Exact integer access for int64 values that do not fit a double.
+  // get_int: element i of an integer or bool dtype. set_int: v wrapped
+  // modulo 2^bits into an integer dtype, rounded once to nearest into a
+  // floating one (as torch converts an int64), v != 0 for bool.
   std::int64_t get_int(std::size_t i) const;
   void set_int(std::size_t i, std::int64_t v);
+
+  // Row k of dimension 0 as a tensor of its own (a copy, shaped as the
+  // remaining dimensions): torch's t[k]. Requires k < shape()[0].
+  Tensor row(std::size_t k) const;
 
   template <typename T>
   T* as() { return static_cast<T*>(data()); }
@@ -103,8 +112,13 @@ std::string format_item(const Tensor& t, std::size_t i);
 // "tensor(4)", "tensor(True)".
 std::string format_element(const Tensor& t, std::size_t i);
 
-// Formats like torch's repr of a 1-D tensor: "tensor([0., 1.])" for floats,
-// "tensor([1, 2])" for integers.
+// Formats as torch's repr does with its default print options:
+// "tensor([0., 1.])" for floats, "tensor([1, 2])" for integers; a tensor of
+// two or more dimensions as nested rows, one per line, aligned under the
+// first ("tensor([[1, 2],\n        [3, 4]])"); lines wrapped at 80
+// characters; more than 1000 elements summarized with "..." (3 at each end
+// of each dimension); the dtype unless torch infers it (float32, int64,
+// bool), and an empty tensor's size and dtype.
 std::string format_tensor(const Tensor& t);
 
 }  // namespace collie

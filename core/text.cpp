@@ -35,4 +35,17 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
+std::string shell_quote(std::string_view s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+    plain = plain && safe;
+  }
+  if (plain) return std::string(s);
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 }  // namespace collie

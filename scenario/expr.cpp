@@ -14,7 +14,7 @@ namespace collie::scenario {
 
 struct Expr::Node {
   enum Kind { kNum, kVar, kUnary, kBinary, kCall } kind;
-  double num = 0;
+  Value num;
   std::string name;  // variable, operator or function
   std::vector<std::shared_ptr<const Node>> args;
   int depth = 1;     // levels of nodes below and including this one
@@ -172,21 +172,21 @@ class Parser {
       return n;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
-      // Python's float literals: a subnormal (5e-324) is a value, one too
-      // large for a double (1e400) is inf.
-      const char* start = s_.c_str() + pos_;
-      char* end = nullptr;
-      const double v = std::strtod(start, &end);
-      if (end == start) fail("bad number");
-      pos_ += static_cast<std::size_t>(end - start);
-      return constant(v);
+      // Python's literals: integers exactly (0x1F, 1_000), floats as the
+      // nearest double (a subnormal 5e-324 is a value, 1e400 is inf).
+      std::size_t length = 0;
+      std::string error;
+      const std::optional<Value> v = scan_number(std::string_view(s_).substr(pos_), length, error);
+      if (!v) fail(error.empty() ? "bad number" : error);
+      pos_ += length;
+      return constant(*v);
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       const std::size_t start = pos_;
       while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
       std::string name = s_.substr(start, pos_ - start);
-      if (name == "True" || name == "true") return constant(1);
-      if (name == "False" || name == "false") return constant(0);
+      if (name == "True" || name == "true") return constant(Value(1));
+      if (name == "False" || name == "false") return constant(Value(0));
       skip();
       if (pos_ < s_.size() && s_[pos_] == '(') {
         if (name != "min" && name != "max" && name != "abs") {
@@ -215,7 +215,7 @@ class Parser {
     }
     fail("unexpected '" + std::string(1, c) + "'");
   }
-  static NodeP constant(double v) {
+  static NodeP constant(Value v) {
     auto n = std::make_shared<Expr::Node>();
     n->kind = Expr::Node::kNum;
     n->num = v;
@@ -234,7 +234,135 @@ struct Refused {
   std::string why;
 };
 
-double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars) {
+using Int = Value::Int;
+
+[[noreturn]] void beyond_128_bits(const char* op) {
+  throw Refused{std::string("the exact integer result of ") + op +
+                " is beyond 128 bits (collie's integers are exact from -2**127 to 2**127 - 1)"};
+}
+
+Value boolean(bool b) { return Value(b ? 1 : 0); }
+
+// Python's divmod of two floats (floatobject.c's float_divmod): floor
+// division and a modulo with the divisor's sign. Requires b != 0.
+void float_divmod(double a, double b, double& div_out, double& mod_out) {
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, b);
+  }
+  double floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  } else {
+    floordiv = std::copysign(0.0, a / b);
+  }
+  div_out = floordiv;
+  mod_out = mod;
+}
+
+// Python's int ** int for a non-negative exponent, exactly.
+Value int_pow(Int base, Int exp) {
+  if (base == 0) return Value(exp == 0 ? 1 : 0);
+  if (base == 1) return Value(1);
+  if (base == -1) return Value(exp % 2 == 0 ? 1 : -1);
+  if (exp >= 128) beyond_128_bits("**");
+  Int result = 1, b = base;
+  for (Int e = exp;;) {
+    if (e & 1)
+      if (__builtin_mul_overflow(result, b, &result)) beyond_128_bits("**");
+    e >>= 1;
+    if (e == 0) break;
+    if (__builtin_mul_overflow(b, b, &b)) beyond_128_bits("**");
+  }
+  return Value::integer(result);
+}
+
+// Python's float ** float (floatobject.c's float_pow), refusing what it
+// refuses.
+Value float_pow(double a, double b) {
+  if (b == 0) return Value::real(1.0);
+  if (std::isnan(a)) return Value::real(a == 1.0 ? 1.0 : a);
+  if (a == 0 && b < 0 && std::isfinite(b)) throw Refused{"0.0 cannot be raised to a negative power"};
+  if (a < 0 && std::isfinite(a) && std::isfinite(b) && b != std::floor(b))
+    throw Refused{"a negative number to a fractional power is complex in Python, not a number here"};
+  const double r = std::pow(a, b);
+  if (std::isinf(r) && std::isfinite(a) && std::isfinite(b) && a != 0)
+    throw Refused{"the result of ** is too large for a float (Python's OverflowError)"};
+  return Value::real(r);
+}
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (a.is_int() && b.is_int()) {
+    const Int x = a.integer(), y = b.integer();
+    Int r = 0;
+    if (op == "+") {
+      if (__builtin_add_overflow(x, y, &r)) beyond_128_bits("+");
+      return Value::integer(r);
+    }
+    if (op == "-") {
+      if (__builtin_sub_overflow(x, y, &r)) beyond_128_bits("-");
+      return Value::integer(r);
+    }
+    if (op == "*") {
+      if (__builtin_mul_overflow(x, y, &r)) beyond_128_bits("*");
+      return Value::integer(r);
+    }
+    if (op == "**") {
+      if (y >= 0) return int_pow(x, y);
+      if (x == 0) throw Refused{"0 cannot be raised to a negative power"};
+      return float_pow(a.to_double(), b.to_double());  // Python: a float
+    }
+    if (y == 0) throw Refused{"division by zero (" + op + " 0)"};
+    if (op == "/") {
+      // True division: correctly rounded when the quotient is whole
+      // (2**60 / 2) or both are doubles exactly; otherwise it may round
+      // twice (Python rounds once).
+      if (!(x == Value::kIntMin && y == -1) && x % y == 0) return Value::real(static_cast<double>(x / y));
+      return Value::real(static_cast<double>(x) / static_cast<double>(y));
+    }
+    if (x == Value::kIntMin && y == -1) {
+      if (op == "%") return Value(0);
+      beyond_128_bits("//");
+    }
+    Int q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {  // floored, as Python's
+      q -= 1;
+      m += y;
+    }
+    return Value::integer(op == "//" ? q : m);
+  }
+  // A float on either side: both as floats (an integer rounded to nearest).
+  const double x = a.to_double(), y = b.to_double();
+  if (op == "+") return Value::real(x + y);
+  if (op == "-") return Value::real(x - y);
+  if (op == "*") return Value::real(x * y);
+  if (op == "**") return float_pow(x, y);
+  if (y == 0) throw Refused{"division by zero (" + op + " 0)"};
+  if (op == "/") return Value::real(x / y);
+  double div = 0, mod = 0;
+  float_divmod(x, y, div, mod);
+  return Value::real(op == "//" ? div : mod);
+}
+
+Value comparison(const std::string& op, const Value& a, const Value& b) {
+  const std::optional<int> c = compare(a, b);
+  if (!c) return boolean(op == "!=");  // NaN: unordered, unequal
+  if (op == "==") return boolean(*c == 0);
+  if (op == "!=") return boolean(*c != 0);
+  if (op == "<") return boolean(*c < 0);
+  if (op == "<=") return boolean(*c <= 0);
+  if (op == ">") return boolean(*c > 0);
+  return boolean(*c >= 0);  // >=
+}
+
+Value eval_node(const Expr::Node& n, const Vars& vars) {
   switch (n.kind) {
     case Expr::Node::kNum: return n.num;
     case Expr::Node::kVar: {
@@ -243,50 +371,45 @@ double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars)
       return it->second;
     }
     case Expr::Node::kUnary: {
-      const double a = eval_node(*n.args[0], vars);
-      return n.name == "-" ? -a : (a == 0 ? 1.0 : 0.0);
+      const Value a = eval_node(*n.args[0], vars);
+      if (n.name == "not") return boolean(!a.truthy());
+      if (!a.is_int()) return Value::real(-a.real());
+      if (a.integer() == Value::kIntMin) beyond_128_bits("-");
+      return Value::integer(-a.integer());
     }
     case Expr::Node::kCall: {
-      const double a = eval_node(*n.args[0], vars);
-      if (n.name == "if") return eval_node(*n.args[a != 0 ? 1 : 2], vars);
-      if (n.name == "abs") return std::fabs(a);
-      const double b = eval_node(*n.args[1], vars);
-      return n.name == "min" ? std::min(a, b) : std::max(a, b);
+      const Value a = eval_node(*n.args[0], vars);
+      if (n.name == "if") return eval_node(*n.args[a.truthy() ? 1 : 2], vars);
+      if (n.name == "abs") {
+        if (!a.is_int()) return Value::real(std::fabs(a.real()));
+        if (a.integer() == Value::kIntMin) beyond_128_bits("abs");
+        return Value::integer(a.integer() < 0 ? -a.integer() : a.integer());
+      }
+      const Value b = eval_node(*n.args[1], vars);
+      // Python's min(a, b) is a unless b < a; max(a, b) is a unless b > a.
+      const std::optional<int> c = compare(b, a);
+      if (n.name == "min") return c && *c < 0 ? b : a;
+      return c && *c > 0 ? b : a;
     }
     case Expr::Node::kBinary: {
       const std::string& op = n.name;
-      const double a = eval_node(*n.args[0], vars);
-      if (op == "and") return a != 0 ? (eval_node(*n.args[1], vars) != 0 ? 1.0 : 0.0) : 0.0;
-      if (op == "or") return a != 0 ? 1.0 : (eval_node(*n.args[1], vars) != 0 ? 1.0 : 0.0);
-      const double b = eval_node(*n.args[1], vars);
-      if (op == "+") return a + b;
-      if (op == "-") return a - b;
-      if (op == "*") return a * b;
-      if ((op == "/" || op == "//" || op == "%") && b == 0)
-        throw Refused{"division by zero (" + op + " 0)"};
-      if (op == "/") return a / b;
-      if (op == "//") return std::floor(a / b);
-      if (op == "%") return a - b * std::floor(a / b);
-      if (op == "**") {
-        if (a == 0 && b < 0) throw Refused{"0 cannot be raised to a negative power"};
-        return std::pow(a, b);
-      }
-      if (op == "==") return a == b ? 1.0 : 0.0;
-      if (op == "!=") return a != b ? 1.0 : 0.0;
-      if (op == "<") return a < b ? 1.0 : 0.0;
-      if (op == "<=") return a <= b ? 1.0 : 0.0;
-      if (op == ">") return a > b ? 1.0 : 0.0;
-      if (op == ">=") return a >= b ? 1.0 : 0.0;
-      break;
+      const Value a = eval_node(*n.args[0], vars);
+      // Python's and/or give an operand: 0 or 5 is 5, 2 and 3 is 3.
+      if (op == "and") return a.truthy() ? eval_node(*n.args[1], vars) : a;
+      if (op == "or") return a.truthy() ? a : eval_node(*n.args[1], vars);
+      const Value b = eval_node(*n.args[1], vars);
+      if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") return comparison(op, a, b);
+      return arithmetic(op, a, b);
     }
   }
-  return NAN;
+  throw std::logic_error("unknown expression node");
 }
 
-bool uses_vars(const Expr::Node& n) {
-  if (n.kind == Expr::Node::kVar) return true;
+// Whether `n` uses variable `name` (any variable when empty).
+bool uses_var(const Expr::Node& n, const std::string& name) {
+  if (n.kind == Expr::Node::kVar && (name.empty() || n.name == name)) return true;
   for (const auto& a : n.args)
-    if (uses_vars(*a)) return true;
+    if (uses_var(*a, name)) return true;
   return false;
 }
 
@@ -301,19 +424,18 @@ Expr Expr::parse(const std::string& text, const Location& where, const std::vect
   return e;
 }
 
-Expr Expr::constant(double v) {
+Expr Expr::constant(Value v) {
   Expr e;
   auto n = std::make_shared<Node>();
   n->kind = Node::kNum;
   n->num = v;
   e.root_ = n;
-  std::string t = std::to_string(v);
-  e.text_ = t;
+  e.text_ = v.str();
   return e;
 }
 
-double Expr::eval(const std::map<std::string, double>& vars) const {
-  if (!root_) return 0.0;
+Value Expr::eval(const Vars& vars) const {
+  if (!root_) return Value(0);
   try {
     return eval_node(*root_, vars);
   } catch (const Refused& r) {
@@ -326,18 +448,14 @@ std::string Expr::quoted(const std::string& text) {
   return "'" + (text.size() <= 60 ? text : text.substr(0, 57) + "...") + "'";
 }
 
-std::string Expr::describe_vars(const std::map<std::string, double>& vars) {
+std::string Expr::describe_vars(const Vars& vars) {
   std::string out;
-  for (const auto& [name, value] : vars) {
-    std::ostringstream v;
-    if (value == std::trunc(value) && std::fabs(value) < 1e15) v << static_cast<long long>(value);
-    else v << value;
-    out += (out.empty() ? "" : ", ") + name + "=" + v.str();
-  }
+  for (const auto& [name, value] : vars) out += (out.empty() ? "" : ", ") + name + "=" + value.str();
   return out;
 }
 
-bool Expr::is_constant() const { return !root_ || !uses_vars(*root_); }
+bool Expr::is_constant() const { return !root_ || !uses_var(*root_, ""); }
+bool Expr::uses(const std::string& name) const { return root_ && uses_var(*root_, name); }
 
 std::string as_written(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e16) {
@@ -347,5 +465,7 @@ std::string as_written(double v) {
   }
   return python_float(v);
 }
+
+std::string as_written(const Value& v) { return v.is_int() ? int_text(v.integer()) : as_written(v.real()); }
 
 }  // namespace collie::scenario

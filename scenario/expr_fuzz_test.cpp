@@ -27,7 +27,9 @@ const Location kWhere{"e.yaml", 4, 11};
 std::string gen_expr(int depth) {
   static const std::vector<std::string> atoms = {
       "0", "1", "-1", "2", "3.5", "1e308", "1e400", "5e-324", "2.2250738585072014e-308", "9223372036854775807",
-      "18446744073709551616", "0.1", "1_000", "0x10", "nan", "inf", "rank", "world", "i", "nosuch", "True", ".5", "5."};
+      "18446744073709551616", "0.1", "1_000", "0x10", "nan", "inf", "rank", "world", "i", "nosuch", "True", ".5", "5.",
+      "170141183460469231731687303715884105727", "170141183460469231731687303715884105728", "0x7fffffffffffffff",
+      "9007199254740993", "255", "256", "-129", "0o777", "0b1_0", "1__0", "007", "1e", "0x"};
   static const std::vector<std::string> binary = {"+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", "<=",
                                                   ">", ">=", "and", "or", "&&", "||"};
   if (depth <= 0) return *rc::gen::elementOf(atoms);
@@ -68,9 +70,11 @@ std::string mutate(std::string text) {
   return text;
 }
 
-double gen_value() {
-  return *rc::gen::element(0.0, -0.0, 1.0, -1.0, 7.0, 1e308, -1e308, 4.9e-324, 9.3e18, -9.3e18,
-                           std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN());
+Value gen_value() {
+  if (*rc::gen::arbitrary<bool>())
+    return Value(*rc::gen::element<std::int64_t>(0, 1, -1, 7, INT64_MAX, INT64_MIN, (std::int64_t{1} << 53) + 1, 255, -128));
+  return Value::real(*rc::gen::element(0.0, -0.0, 1.0, -1.0, 7.0, 1e308, -1e308, 4.9e-324, 9.3e18, -9.3e18,
+                                       std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()));
 }
 
 RC_GTEST_PROP(ExprFuzz, ExpressionsParseOrAreRefusedInsideTheExpression, ()) {
@@ -90,7 +94,7 @@ RC_GTEST_PROP(ExprFuzz, ExpressionsParseOrAreRefusedInsideTheExpression, ()) {
   }
   RC_TAG("parsed");
   for (int k = 0; k < 3; ++k) {
-    const std::map<std::string, double> vars = {{"rank", gen_value()}, {"world", gen_value()}, {"i", gen_value()}};
+    const Vars vars = {{"rank", gen_value()}, {"world", gen_value()}, {"i", gen_value()}};
     try {
       (void)e.eval(vars);
     } catch (const ScenarioError& err) {

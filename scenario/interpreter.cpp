@@ -30,29 +30,44 @@ std::string list_repr(const std::vector<Tensor>& l) {
   return s + "]";
 }
 
-// Stores `x`, computed by `e` with `vars`, as element i of `t`: a value the
-// dtype cannot hold (2 ** 100 into int64, -1 into uint8) is refused at the
-// expression, as torch refuses it, instead of wrapping silently.
-void store(Tensor& t, std::size_t i, double x, const Expr& e, const std::map<std::string, double>& vars) {
+// Stores `x`, computed by `e` with `vars`, as element i of `t`, as
+// scenario/value.h converts: a value the dtype cannot hold (2 ** 63 into
+// int64, -1 into uint8) is refused at the expression, as torch refuses it,
+// instead of wrapping silently.
+void store(Tensor& t, std::size_t i, const Value& x, const Expr& e, const Vars& vars) {
   if (auto why = value_unfit(t.dtype(), x))
     throw ScenarioError(e.where(), "in expression " + Expr::quoted(e.text()) + ": " + *why + " with " +
                                        Expr::describe_vars(vars));
-  t.set(i, x);
+  store_element(t, i, x);
 }
 
 void init_tensor(Tensor& t, const TensorSpec& spec, int rank, int world, int j) {
   if (!spec.values.empty()) {
-    for (std::size_t i = 0; i < t.count(); ++i) t.set(i, spec.values[i]);  // checked when loaded
+    for (std::size_t i = 0; i < t.count(); ++i) store_element(t, i, spec.values[i]);  // checked when loaded
     return;
   }
-  std::map<std::string, double> v = {{"rank", static_cast<double>(rank)},
-                                     {"world", static_cast<double>(world)},
-                                     {"j", static_cast<double>(j)},
-                                     {"i", 0.0}};
+  Vars v = {{"rank", rank}, {"world", world}, {"j", j}, {"i", 0}};
   for (std::size_t i = 0; i < t.count(); ++i) {
-    v["i"] = static_cast<double>(i);
+    v["i"] = i;
     store(t, i, spec.init.eval(v), spec.init, v);
   }
+}
+
+// Element i of `a` and `b` (one dtype) as an expect step compares them:
+// integers exactly (int64 beyond 2^53 too), floats equal or both NaN, or
+// within `tolerance` when it is > 0.
+bool same_element(const Tensor& a, const Tensor& b, std::size_t i, double tolerance) {
+  if (!is_floating(a.dtype())) {
+    const std::int64_t x = a.get_int(i), y = b.get_int(i);
+    if (tolerance > 0) {
+      const Value::Int d = static_cast<Value::Int>(x) - y;
+      return static_cast<double>(d < 0 ? -d : d) <= tolerance;
+    }
+    return x == y;
+  }
+  const double x = a.get(i), y = b.get(i);
+  if (tolerance > 0) return std::fabs(x - y) <= tolerance;
+  return x == y || (std::isnan(x) && std::isnan(y));
 }
 
 // The tensors a step reads and writes while it runs, by name: an op's
@@ -115,13 +130,14 @@ struct Interpreter::State {
 
   bool recording() const { return log.records.enabled && !timing_only; }
 
-  std::map<std::string, double> vars() const {
-    return {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
-  }
+  Vars vars() const { return {{"rank", rank}, {"world", world}}; }
+  // An expression the loader checked to be a whole number in range (a
+  // rank, a tag, a count) on this rank.
+  std::int64_t whole(const Expr& e) const { return e.eval(vars()).whole().value_or(0); }
 
   bool applies(const Step& step) const {
     if (step.ranks && std::find(step.ranks->begin(), step.ranks->end(), rank) == step.ranks->end()) return false;
-    if (step.when && step.when->eval(vars()) == 0) return false;
+    if (step.when && !step.when->eval(vars()).truthy()) return false;
     return true;
   }
 
@@ -133,7 +149,7 @@ struct Interpreter::State {
     return step.group.empty() || step.group == "world" ? static_cast<std::size_t>(world)
                                                        : groups[step.group].ranks().size();
   }
-  int peer(const Step& step) const { return static_cast<int>(step.peer->eval(vars())); }
+  int peer(const Step& step) const { return static_cast<int>(whole(*step.peer)); }
 
   void fail(const Step& step, const std::string& what) {
     log.failures.push_back(step.where.str() + ": rank " + std::to_string(rank) + ": " + what);
@@ -142,20 +158,20 @@ struct Interpreter::State {
   Task<void> run() {
     for (const TensorSpec& t : s.tensors) {
       if (t.list) {
-        const int n = static_cast<int>(t.list->eval(vars()));
+        const int n = static_cast<int>(whole(*t.list));
         auto& l = lists[t.name];
         for (int j = 0; j < n; ++j) {
           if (timing_only) {
-            l.push_back(Tensor::phantom(t.dtype, t.shape));
+            l.push_back(Tensor::phantom(t.dtype, t.shape_on(rank)));
           } else {
-            l.emplace_back(t.dtype, t.shape);
+            l.emplace_back(t.dtype, t.shape_on(rank));
             init_tensor(l.back(), t, rank, world, j);
           }
         }
       } else if (timing_only) {
-        tensors.emplace(t.name, Tensor::phantom(t.dtype, t.shape));
+        tensors.emplace(t.name, Tensor::phantom(t.dtype, t.shape_on(rank)));
       } else {
-        Tensor x(t.dtype, t.shape);
+        Tensor x(t.dtype, t.shape_on(rank));
         init_tensor(x, t, rank, world, 0);
         tensors.emplace(t.name, std::move(x));
       }
@@ -232,7 +248,7 @@ struct Interpreter::State {
     c.group = group(step);
     if (step.any_source) c.peer = kAnySource;
     else if (step.peer) c.peer = peer(step);
-    if (spec.tag) c.tag = static_cast<int>(step.tag.eval(vars()));
+    if (spec.tag) c.tag = static_cast<int>(whole(step.tag));
     c.reduce_op = step.reduce_op;
     c.algorithm = step.algorithm;
     c.timeout_ns = step.timeout_ns;
@@ -253,15 +269,15 @@ struct Interpreter::State {
         std::vector<std::size_t> e;
         const std::size_t rows = x.shape().empty() ? 1 : static_cast<std::size_t>(x.shape()[0]);
         const std::size_t row = rows ? x.count() / rows : 0;
-        for (double r : sp.eval(rank, world, n)) e.push_back(static_cast<std::size_t>(r) * row);
+        for (const Value& r : sp.eval(rank, world, n)) e.push_back(static_cast<std::size_t>(r.whole().value_or(0)) * row);
         return e;
       };
       if (step.input_splits.given()) c.input_splits = elements(step.input_splits, tensors[step.tensor]);
       if (step.output_splits.given()) c.output_splits = elements(step.output_splits, tensors[step.output]);
     }
     for (const P2PStep& p : step.p2p)
-      c.p2p.push_back(P2POp{p.is_send, tensors[p.tensor].view(), static_cast<int>(p.peer.eval(vars())),
-                            static_cast<int>(p.tag.eval(vars()))});
+      c.p2p.push_back(P2POp{p.is_send, tensors[p.tensor].view(), static_cast<int>(whole(p.peer)),
+                            static_cast<int>(whole(p.tag))});
     return c;
   }
 
@@ -293,8 +309,8 @@ struct Interpreter::State {
           auto v = vars();
           v["j"] = j;
           for (std::size_t i = 0; i < t.count(); ++i) {
-            v["i"] = static_cast<double>(i);
-            v["x"] = t.get(i);
+            v["i"] = i;
+            v["x"] = element_value(t, i);  // exact: an int64 element is its integer
             store(t, i, step.value.eval(v), step.value, v);
           }
         });
@@ -330,7 +346,10 @@ struct Interpreter::State {
         out += std::to_string(world);
       } else if (tensors.count(p.text)) {
         const Tensor& x = tensors[p.text];
+        // t[k] of a tensor of two or more dimensions is a row (a tensor,
+        // printed as one); of one dimension, an element.
         if (!p.index) out += format_tensor(x);
+        else if (x.shape().size() >= 2) out += format_tensor(x.row(*p.index));
         else if (*p.index < x.count()) out += p.repr ? format_element(x, *p.index) : format_item(x, *p.index);
       } else if (lists.count(p.text)) {
         const auto& l = lists[p.text];
@@ -350,7 +369,7 @@ struct Interpreter::State {
     };
     if (step.source) {
       Handle& h = handles[step.handle];
-      const int want = static_cast<int>(step.source->eval(vars()));
+      const int want = static_cast<int>(whole(*step.source));
       if (!h.work.is_completed())
         fail(step, what + "handle '" + step.handle + "' has not completed (wait for it first)");
       else if (h.work.source_rank() != want)
@@ -359,19 +378,19 @@ struct Interpreter::State {
     }
     if (step.tensor.empty()) return;
     for_each_tensor(step.tensor, [&](Tensor& t, int j) {
+      // The expected values, converted to the tensor's dtype as the values
+      // it holds were (an int64 exactly, a float32 rounded), then compared
+      // element by element: integers exactly, floats as doubles.
       Tensor want(t.dtype(), t.shape());
       auto v = vars();
       v["j"] = j;
       for (std::size_t i = 0; i < t.count(); ++i) {
-        v["i"] = static_cast<double>(i);
+        v["i"] = i;
         if (step.equals.empty()) store(want, i, step.value.eval(v), step.value, v);
-        else want.set(i, step.equals[i]);  // checked when loaded
+        else store_element(want, i, step.equals[i]);  // checked when loaded
       }
       for (std::size_t i = 0; i < t.count(); ++i) {
-        const double a = t.get(i), b = want.get(i);
-        const bool same = step.tolerance > 0 ? std::fabs(a - b) <= step.tolerance
-                                              : (a == b || (std::isnan(a) && std::isnan(b)));
-        if (!same) {
+        if (!same_element(t, want, i, step.tolerance)) {
           fail(step, what + step.tensor + (lists.count(step.tensor) ? "[" + std::to_string(j) + "]" : "") +
                          ": element " + std::to_string(i) + " is " + format_item(t, i) + ", expected " +
                          format_item(want, i));

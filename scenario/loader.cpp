@@ -19,7 +19,7 @@ namespace collie::scenario {
 namespace {
 
 const std::vector<std::string> kPeerVars = {"rank", "world"};
-const std::vector<std::string> kShapeVars = {"world"};
+const std::vector<std::string> kShapeVars = {"rank", "world"};
 const std::vector<std::string> kInitVars = {"rank", "world", "i", "j"};
 const std::vector<std::string> kUpdateVars = {"rank", "world", "i", "j", "x"};
 const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
@@ -99,58 +99,73 @@ class Loader {
     }
     if (!doc || doc.IsNull()) throw ScenarioError(Location{file_, 1, 1}, "the file is empty; a scenario starts with 'version: 1'");
     r_.expect_map(doc, "a scenario");
-    r_.check_keys(doc, kTopKeys, "the scenario");
+    // Every problem is kept and reported (errors_), part by part: a key,
+    // a tensor, a group, a fault, a step. The program's checks run only on
+    // a file whose parts all read, and report every problem they find.
+    errors_.attempt([&] { r_.check_keys(doc, kTopKeys, "the scenario"); });
     Scenario s;
     s.file = file_;
     s.where = r_.at(doc);
-    const YAML::Node v = r_.require(doc, "version", "a scenario");
-    s.version = static_cast<int>(r_.as_int(v, "version"));
-    if (s.version != kFormatVersion)
-      r_.fail(v, "unsupported format version " + std::to_string(s.version) + "; this collie reads version 1");
-    s.name = r_.as_string(r_.require(doc, "name", "a scenario"), "name");
-    if (doc["description"]) s.description = r_.as_string(doc["description"], "description");
-    const YAML::Node w = r_.require(doc, "world", "a scenario");
-    const long long world = r_.as_int(w, "world");
-    if (world < 1 || world > (1 << 20)) r_.fail(w, "world must be between 1 and 1048576, not " + std::to_string(world));
-    s.world = static_cast<int>(world);
-    if (overrides_.world) {
-      if (*overrides_.world < 1 || *overrides_.world > (1 << 20))
-        r_.fail(w, "--world must be between 1 and 1048576, not " + std::to_string(*overrides_.world));
-      s.world = *overrides_.world;
-      s.world_overridden = true;
-    }
-    if (doc["unspecified"]) s.unspecified = r_.as_string(doc["unspecified"], "unspecified");
-    if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend");
-    if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed");
-    if (doc["check"]) s.check = r_.as_bool(doc["check"], "check");
-    if (doc["timing_only"]) s.timing_only = r_.as_bool(doc["timing_only"], "timing_only");
-    if (doc["conformance"]) s.conformance = r_.as_bool(doc["conformance"], "conformance");
-    if (doc["feature"]) s.feature = r_.as_string(doc["feature"], "feature");
-    if (doc["network"]) s.network = network(doc["network"]);
-    if (doc["faults"] && !doc["faults"].IsNull()) s.faults = faults(doc["faults"]);
-    if (doc["timeout_us"]) {
+    errors_.attempt([&] {
+      const YAML::Node v = r_.require(doc, "version", "a scenario");
+      s.version = static_cast<int>(r_.as_int(v, "version"));
+      if (s.version != kFormatVersion)
+        r_.fail(v, "unsupported format version " + std::to_string(s.version) + "; this collie reads version 1");
+    });
+    errors_.attempt([&] { s.name = r_.as_string(r_.require(doc, "name", "a scenario"), "name"); });
+    errors_.attempt([&] { if (doc["description"]) s.description = r_.as_string(doc["description"], "description"); });
+    const bool world_read = errors_.attempt([&] {
+      const YAML::Node w = r_.require(doc, "world", "a scenario");
+      const long long world = r_.as_int(w, "world");
+      if (world < 1 || world > (1 << 20)) r_.fail(w, "world must be between 1 and 1048576, not " + std::to_string(world));
+      s.world = static_cast<int>(world);
+      if (overrides_.world) {
+        if (*overrides_.world < 1 || *overrides_.world > (1 << 20))
+          r_.fail(w, "--world must be between 1 and 1048576, not " + std::to_string(*overrides_.world));
+        s.world = *overrides_.world;
+        s.world_overridden = true;
+      }
+    });
+    if (!world_read) errors_.rethrow();  // shapes and ranks are read against the world
+    errors_.attempt([&] { if (doc["unspecified"]) s.unspecified = r_.as_string(doc["unspecified"], "unspecified"); });
+    errors_.attempt([&] { if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend"); });
+    errors_.attempt([&] { if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed"); });
+    errors_.attempt([&] { if (doc["check"]) s.check = r_.as_bool(doc["check"], "check"); });
+    errors_.attempt([&] { if (doc["timing_only"]) s.timing_only = r_.as_bool(doc["timing_only"], "timing_only"); });
+    errors_.attempt([&] { if (doc["conformance"]) s.conformance = r_.as_bool(doc["conformance"], "conformance"); });
+    errors_.attempt([&] { if (doc["feature"]) s.feature = r_.as_string(doc["feature"], "feature"); });
+    errors_.attempt([&] { if (doc["network"]) s.network = network(doc["network"]); });
+    errors_.attempt([&] { if (doc["faults"] && !doc["faults"].IsNull()) s.faults = faults(doc["faults"]); });
+    errors_.attempt([&] {
+      if (!doc["timeout_us"]) return;
       const double t = r_.as_double(doc["timeout_us"], "timeout_us");
       if (!(t > 0)) r_.fail(doc["timeout_us"], "timeout_us must be > 0");
       s.timeout_ns = static_cast<Nanos>(t * 1000);
-    }
-    if (doc["groups"]) groups(doc["groups"], s);
-    if (doc["tensors"]) tensors(doc["tensors"], s);
-    if (doc["program"] && doc["programs"]) r_.fail(doc["programs"], "a scenario has either 'program' (every rank) or 'programs' (per rank), not both");
-    if (doc["program"]) {
-      s.program = steps(doc["program"], "program");
-    } else if (doc["programs"]) {
-      const YAML::Node p = doc["programs"];
-      r_.expect_map(p, "programs");
-      for (auto it = p.begin(); it != p.end(); ++it) {
-        const int rank = static_cast<int>(r_.as_int(it->first, "a key of programs (a rank)"));
-        if (s.programs.count(rank)) r_.fail(it->first, "rank " + std::to_string(rank) + " has two programs");
-        s.program_where[rank] = r_.at(it->first);
-        s.programs[rank] = steps(it->second, "the program of rank " + std::to_string(rank));
+    });
+    errors_.attempt([&] { if (doc["groups"]) groups(doc["groups"], s); });
+    errors_.attempt([&] { if (doc["tensors"]) tensors(doc["tensors"], s); });
+    errors_.attempt([&] {
+      if (doc["program"] && doc["programs"])
+        r_.fail(doc["programs"], "a scenario has either 'program' (every rank) or 'programs' (per rank), not both");
+      if (doc["program"]) {
+        s.program = steps(doc["program"], "program");
+      } else if (doc["programs"]) {
+        const YAML::Node p = doc["programs"];
+        r_.expect_map(p, "programs");
+        for (auto it = p.begin(); it != p.end(); ++it) {
+          errors_.attempt([&] {
+            const int rank = static_cast<int>(r_.as_int(it->first, "a key of programs (a rank)"));
+            if (s.programs.count(rank)) r_.fail(it->first, "rank " + std::to_string(rank) + " has two programs");
+            s.program_where[rank] = r_.at(it->first);
+            s.programs[rank] = steps(it->second, "the program of rank " + std::to_string(rank));
+          });
+        }
+      } else {
+        r_.fail(doc, "a scenario needs 'program' (steps every rank runs) or 'programs' (steps per rank)");
       }
-    } else {
-      r_.fail(doc, "a scenario needs 'program' (steps every rank runs) or 'programs' (steps per rank)");
-    }
-    if (doc["outcome"]) s.outcome = outcome(doc["outcome"]);
+    });
+    errors_.attempt([&] { if (doc["outcome"]) s.outcome = outcome(doc["outcome"]); });
+    errors_.rethrow();
     check_program(s);
     return s;
   }
@@ -247,7 +262,7 @@ class Loader {
   sim::FaultPlan faults(const YAML::Node& n) {
     if (!n.IsSequence()) r_.fail(n, "faults must be a list of {fault: KIND, ...} mappings, not " + Reader::kind_of(n));
     sim::FaultPlan plan;
-    for (const auto& f : n) {
+    for (const auto& f : n) errors_.attempt([&] {
       r_.expect_map(f, "a fault");
       const YAML::Node kind = r_.require(f, "fault", "a fault");
       std::string text = r_.as_string(kind, "fault") + ":";
@@ -268,13 +283,13 @@ class Loader {
         first = false;
       }
       if (auto err = sim::parse_fault(text, plan)) r_.fail(f, *err);
-    }
+    });
     return plan;
   }
 
   void groups(const YAML::Node& n, Scenario& s) {
     r_.expect_map(n, "groups");
-    for (auto it = n.begin(); it != n.end(); ++it) {
+    for (auto it = n.begin(); it != n.end(); ++it) errors_.attempt([&] {
       GroupSpec g;
       g.name = r_.as_string(it->first, "a group name");
       g.where = r_.at(it->first);
@@ -283,12 +298,12 @@ class Loader {
       g.ranks = r_.as_rank_list(it->second, "group '" + g.name + "'");
       g.ranks_where = r_.at(it->second);
       s.groups.push_back(std::move(g));
-    }
+    });
   }
 
   void tensors(const YAML::Node& n, Scenario& s) {
     r_.expect_map(n, "tensors");
-    for (auto it = n.begin(); it != n.end(); ++it) {
+    for (auto it = n.begin(); it != n.end(); ++it) errors_.attempt([&] {
       TensorSpec t;
       t.name = r_.as_string(it->first, "a tensor name");
       t.where = r_.at(it->first);
@@ -318,7 +333,10 @@ class Loader {
         // A dimension is a number or an expression of world ("world * 4").
         for (const auto& e : dims) t.shape_exprs.push_back(r_.as_expr(e, "each dimension of shape", kShapeVars));
         bool constant = true;
-        for (const auto& e : t.shape_exprs) constant = constant && e.is_constant();
+        for (const auto& e : t.shape_exprs) {
+          constant = constant && e.is_constant();
+          t.per_rank = t.per_rank || e.uses("rank");
+        }
         evaluate_shape(t, s.world, r_.at(sh));
         if (constant) t.shape_exprs.clear();
       } else {
@@ -329,8 +347,9 @@ class Loader {
       if (d["values"]) {
         const YAML::Node vs = d["values"];
         if (!vs.IsSequence()) r_.fail(vs, "values must be a list of numbers, not " + Reader::kind_of(vs));
+        if (t.per_rank) r_.fail(vs, what + "'s shape depends on the rank, so it has no one list of values; give 'init'");
         for (const auto& e : vs) {
-          t.values.push_back(r_.as_double(e, "each of values"));
+          t.values.push_back(r_.as_value(e, "each of values"));
           if (auto why = value_unfit(t.dtype, t.values.back())) r_.fail(e, "values of " + what + ": " + *why);
         }
         if (t.values.size() != t.count())
@@ -342,13 +361,13 @@ class Loader {
         t.init = Expr::constant(0);
       }
       s.tensors.push_back(std::move(t));
-    }
+    });
   }
 
   std::vector<Step> steps(const YAML::Node& n, const std::string& what) {
     if (!n.IsSequence()) r_.fail(n, what + " must be a list of steps, not " + Reader::kind_of(n));
     std::vector<Step> out;
-    for (const auto& e : n) out.push_back(step(e));
+    for (const auto& e : n) errors_.attempt([&] { out.push_back(step(e)); });
     return out;
   }
 
@@ -419,7 +438,7 @@ class Loader {
           const YAML::Node e = n["equals"];
           if (e.IsSequence()) {
             for (const auto& x : e) {
-              s.equals.push_back(r_.as_double(x, "each of equals"));
+              s.equals.push_back(r_.as_value(x, "each of equals"));
               s.equals_where.push_back(r_.at(x));
             }
           } else {
@@ -574,6 +593,7 @@ class Loader {
   Reader r_;
   std::string file_;
   LoadOverrides overrides_;
+  ScenarioErrors errors_;  // every problem found while reading
 };
 
 }  // namespace
@@ -596,34 +616,15 @@ const GroupSpec* Scenario::find_group(const std::string& n) const {
   return nullptr;
 }
 
-std::optional<std::string> value_unfit(DType dtype, double x) {
-  if (is_floating(dtype) || dtype == DType::kBool) return std::nullopt;
-  if (!std::isfinite(x)) return python_float(x) + " is not a value of " + std::string(dtype_name(dtype));
-  double lo = 0, hi = 0;  // [lo, hi): the integers the dtype holds
-  const char* range = "";
-  switch (dtype) {
-    case DType::kInt8: lo = -128, hi = 128, range = "-128 to 127"; break;
-    case DType::kUInt8: lo = 0, hi = 256, range = "0 to 255"; break;
-    case DType::kInt32: lo = -2147483648.0, hi = 2147483648.0, range = "-2147483648 to 2147483647"; break;
-    case DType::kInt64:
-      lo = -9223372036854775808.0, hi = 9223372036854775808.0, range = "-2**63 to 2**63 - 1";
-      break;
-    default: return std::nullopt;
-  }
-  const double v = std::trunc(x);
-  if (v >= lo && v < hi) return std::nullopt;
-  return python_float(x) + " does not fit " + std::string(dtype_name(dtype)) + " (" + range + ")";
-}
-
-std::vector<double> SplitSizes::eval(int rank, int world, std::size_t n) const {
-  std::map<std::string, double> v = {{"rank", static_cast<double>(rank)}, {"world", static_cast<double>(world)}};
-  std::vector<double> out;
+std::vector<Value> SplitSizes::eval(int rank, int world, std::size_t n) const {
+  Vars v = {{"rank", rank}, {"world", world}};
+  std::vector<Value> out;
   if (!of_j) {
     for (const Expr& e : each) out.push_back(e.eval(v));
     return out;
   }
   for (std::size_t j = 0; j < n; ++j) {
-    v["j"] = static_cast<double>(j);
+    v["j"] = j;
     out.push_back(of_j->eval(v));
   }
   return out;
@@ -679,16 +680,68 @@ Scenario load_file(const std::string& path, const LoadOverrides& overrides) {
   return load_text(read_scenario_file(path, "file"), path, overrides);
 }
 
+namespace {
+
+// The shape of `t` on `rank`, checked: whole dimensions from 0 to 2^31
+// whose product of bytes -- not only each -- is at most kMaxTensorBytes.
+std::vector<std::int64_t> checked_shape(const TensorSpec& t, int rank, int world, const Location& where) {
+  bool uses_world = false;
+  for (const Expr& e : t.shape_exprs) uses_world = uses_world || e.uses("world");
+  const std::string on = (t.per_rank ? " on rank " + std::to_string(rank) : std::string()) +
+                         (uses_world ? " for world " + std::to_string(world) : std::string());
+  std::vector<std::int64_t> shape;
+  std::uint64_t elements = 1;
+  bool overflow = false;
+  for (const Expr& e : t.shape_exprs) {
+    const Value d = e.eval({{"rank", rank}, {"world", world}});
+    const std::optional<std::int64_t> whole = d.whole();
+    if (!whole || *whole < 0 || *whole > (std::int64_t{1} << 31))
+      throw ScenarioError(where, "tensor '" + t.name + "': shape dimension " + e.text() +
+                                     (e.text() == as_written(d) ? "" : " is " + as_written(d)) + on +
+                                     "; dimensions are integers between 0 and 2^31");
+    shape.push_back(*whole);
+    overflow = overflow || __builtin_mul_overflow(elements, static_cast<std::uint64_t>(*whole), &elements);
+  }
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {  // empty, however large the rest
+    overflow = false;
+    elements = 0;
+  }
+  // The product, not only each dimension: [65536, 65536, 65536, 65536]
+  // has 2^64 elements (0 after wrapping), [3, 2^31, 2^31] 3 x 2^62.
+  std::uint64_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(elements, static_cast<std::uint64_t>(dtype_size(t.dtype)), &bytes) ||
+      bytes > kMaxTensorBytes) {
+    std::string dims;
+    for (std::int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    throw ScenarioError(where, "tensor '" + t.name + "': shape [" + dims + "]" + on + " has " +
+                                   (overflow ? std::string("more than 2^64") : std::to_string(elements)) + " elements of " +
+                                   std::string(dtype_name(t.dtype)) + "; a tensor holds at most 2^50 bytes (1 PiB)");
+  }
+  return shape;
+}
+
+}  // namespace
+
 void evaluate_shape(TensorSpec& t, int world, const Location& where) {
   if (t.shape_exprs.empty()) return;
-  t.shape.clear();
-  for (const Expr& e : t.shape_exprs) {
-    const double d = e.eval({{"world", static_cast<double>(world)}});
-    if (!(d >= 0 && d <= static_cast<double>(1ll << 31)) || d != static_cast<double>(static_cast<std::int64_t>(d)))
-      throw ScenarioError(where, "tensor '" + t.name + "': shape dimension " + e.text() + (e.text() == as_written(d) ? "" : " is " + as_written(d)) +
-                                     " for world " + std::to_string(world) + "; dimensions are integers between 0 and 2^31");
-    t.shape.push_back(static_cast<std::int64_t>(d));
-  }
+  t.world = world;
+  t.shape = checked_shape(t, 0, world, where);
+  if (t.per_rank)
+    for (int r = 1; r < world; ++r) (void)checked_shape(t, r, world, where);
+}
+
+std::vector<std::int64_t> TensorSpec::shape_on(int rank) const {
+  if (!per_rank) return shape;
+  std::vector<std::int64_t> out;
+  for (const Expr& e : shape_exprs) out.push_back(e.eval({{"rank", rank}, {"world", world}}).whole().value_or(0));
+  return out;  // checked when loaded
+}
+
+std::size_t TensorSpec::count_on(int rank) const {
+  if (!per_rank) return count();
+  std::size_t n = 1;
+  for (std::int64_t d : shape_on(rank)) n *= static_cast<std::size_t>(d);  // bounded when loaded
+  return n;
 }
 
 sim::NetworkModel load_profile(const std::string& path) {

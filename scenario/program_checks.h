@@ -17,4 +17,16 @@ namespace collie::scenario {
 
 void check_program(const Scenario& s);
 
+// The values a materialised run computes before it can fail on them,
+// computed now: every tensor's `init` on every rank, for every list entry
+// and element, and every `expect` step's `value` on every rank it applies
+// to -- throwing the ScenarioError the run would throw (a division by zero,
+// a value its dtype cannot hold), at the expression. What only the run can
+// know (`update` steps, which read the tensors) is not evaluated; a
+// timing-only scenario evaluates nothing. Each expression is evaluated once
+// per combination of the variables it uses (rank + 1 once per rank, 7 once).
+// collie validate calls it after loading, so that it refuses what run
+// refuses.
+void check_values(const Scenario& s);
+
 }  // namespace collie::scenario

@@ -7,6 +7,8 @@
 #include <memory>
 #include <sstream>
 
+#include "core/memory_guard.h"
+#include "core/text.h"
 #include "scenario/verdict.h"
 #include "sim/simulation_options.h"
 
@@ -31,19 +33,21 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const Scenario& s, bool recording) {
   MemoryEstimate m;
   const int W = s.world;
-  auto vars = [W](int r) {
-    return std::map<std::string, double>{{"rank", static_cast<double>(r)}, {"world", static_cast<double>(W)}};
+  auto vars = [W](int r) { return Vars{{"rank", r}, {"world", W}}; };
+  auto one = [](const TensorSpec& t, int r) {
+    return static_cast<double>(t.count_on(r)) * static_cast<double>(dtype_size(t.dtype));
   };
-  auto one = [](const TensorSpec& t) { return static_cast<double>(t.count() * dtype_size(t.dtype)); };
-  auto entries = [&](const TensorSpec& t, int r) { return t.list ? t.list->eval(vars(r)) : 1.0; };
+  auto entries = [&](const TensorSpec& t, int r) {
+    return t.list ? static_cast<double>(t.list->eval(vars(r)).whole().value_or(0)) : 1.0;
+  };
   for (const TensorSpec& t : s.tensors)
-    for (int r = 0; r < W; ++r) m.tensors += one(t) * entries(t, r);
+    for (int r = 0; r < W; ++r) m.tensors += one(t, r) * entries(t, r);
   if (!recording) return m;
   std::map<std::string, std::vector<int>> groups;
   for (const GroupSpec& g : s.groups) groups[g.name] = g.ranks;
   auto bytes = [&](const std::string& name, int r) {
     const TensorSpec* t = s.find_tensor(name);
-    return t ? one(*t) * entries(*t, r) : 0.0;
+    return t ? one(*t, r) * entries(*t, r) : 0.0;
   };
   auto walk = [&](const std::vector<Step>& prog, std::optional<int> only) {
     for (const Step& st : prog) {
@@ -57,11 +61,11 @@ MemoryEstimate estimate_memory(const Scenario& s, bool recording) {
       for (int r = 0; r < W; ++r) {
         if (only && r != *only) continue;
         if (st.ranks && std::find(st.ranks->begin(), st.ranks->end(), r) == st.ranks->end()) continue;
-        if (st.when && st.when->eval(vars(r)) == 0) continue;
+        if (st.when && !st.when->eval(vars(r)).truthy()) continue;
         if (members && std::find(members->begin(), members->end(), r) == members->end()) continue;
         if (st.kind != StepKind::kOp) continue;
         const OpSpec& spec = st.spec();
-        const bool root = spec.rooted && st.peer && static_cast<int>(st.peer->eval(vars(r))) == r;
+        const bool root = spec.rooted && st.peer && st.peer->eval(vars(r)).whole() == r;
         double in = 0, out = 0;
         // What the records copy: the operands this rank reads, when called,
         // and those it writes, when done (core/op.h's table).
@@ -89,19 +93,11 @@ MemoryEstimate estimate_memory(const Scenario& s, bool recording) {
   return m;
 }
 
-// "5.0 MiB", "7.45 GiB", "24 GiB": sizes as a person reads them.
-std::string human_bytes(double bytes) {
-  static const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
-  else std::snprintf(buf, sizeof buf, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, kUnits[u]);
-  return buf;
-}
+}  // namespace
+
+double memory_needed(const Scenario& s) { return estimate_memory(s, s.check).total(); }
+
+namespace {
 
 void append(sim::FaultPlan& to, const sim::FaultPlan& from) {
   to.messages.insert(to.messages.end(), from.messages.begin(), from.messages.end());
@@ -112,18 +108,43 @@ void append(sim::FaultPlan& to, const sim::FaultPlan& from) {
   to.skews.insert(to.skews.end(), from.skews.begin(), from.skews.end());
 }
 
+// Every word shell-quoted (core/text.h): pasted, it runs what it says.
 std::string replay_command(const Scenario& s, const std::string& backend, const RunOptions& o) {
   std::ostringstream cmd;
-  cmd << "collie run " << s.file << " --backend " << backend << " --seed " << s.seed;
+  cmd << "collie run " << shell_quote(s.file) << " --backend " << shell_quote(backend) << " --seed " << s.seed;
   if (s.world_overridden) cmd << " --world " << s.world;
-  for (const auto& f : o.fault_args) cmd << " --fault " << f;
+  for (const auto& f : o.fault_args) cmd << " --fault " << shell_quote(f);
   if (o.random_faults_seed) cmd << " --random-faults " << *o.random_faults_seed << (o.destructive_faults ? " --destructive" : "");
   if (o.timeout_ns) cmd << " --timeout-us " << *o.timeout_ns / 1000;
-  if (!o.profile_path.empty()) cmd << " --profile " << o.profile_path;
+  if (!o.profile_path.empty()) cmd << " --profile " << shell_quote(o.profile_path);
   if (o.timing_only && !s.timing_only) cmd << " --timing-only";
   if (o.strict) cmd << " --strict";
   for (const auto& f : o.replay_flags) cmd << " " << f;
   return cmd.str();
+}
+
+// At most `max_lines` lines of `text`, then "... and N more lines".
+std::string first_lines(const std::string& text, std::size_t max_lines) {
+  std::size_t pos = 0;
+  for (std::size_t n = 0; n < max_lines; ++n) {
+    pos = text.find('\n', pos);
+    if (pos == std::string::npos) return text;
+    ++pos;
+  }
+  if (pos >= text.size()) return text;
+  const auto more = static_cast<std::size_t>(std::count(text.begin() + static_cast<long>(pos), text.end(), '\n')) +
+                    (text.back() == '\n' ? 0 : 1);
+  return text.substr(0, pos) + "... and " + std::to_string(more) + " more lines\n";
+}
+
+// What a result says is bounded, whatever the world: a million ranks that
+// each fail the same expect (collie run --world 1048576) printed 120 MB.
+void bound(std::vector<std::string>& lines, const char* what) {
+  for (auto& l : lines) l = first_lines(l, kMaxLinesPerFailure);
+  if (lines.size() <= kMaxFailures) return;
+  const std::size_t more = lines.size() - kMaxFailures;
+  lines.resize(kMaxFailures);
+  lines.push_back("... and " + std::to_string(more) + " more " + what);
 }
 
 // Only crashes at a rank's op K: what every backend can inject.
@@ -176,9 +197,9 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     // A run that would need more memory than this guard is refused with
     // the way out, rather than exhausting the machine.
     const MemoryEstimate m = estimate_memory(s, s.check);
-    if (m.total() > options.max_tensor_bytes)
-      usage(s.file + ": a run of " + std::to_string(s.world) + " ranks needs about " + human_bytes(m.total()) +
-            " of memory (limit " + human_bytes(options.max_tensor_bytes) + "): " + human_bytes(m.tensors) + " of tensors" +
+    if (auto over = over_memory_guard(m.total(), options.max_tensor_bytes))
+      usage(s.file + ": a run of " + std::to_string(s.world) + " ranks " + *over + ": " + human_bytes(m.tensors) +
+            " of tensors" +
             (s.check ? ", " + human_bytes(m.records) + " of copies of every op's inputs and outputs for the oracle, " +
                            human_bytes(m.oracle) + " for its largest reduction"
                      : std::string()) +
@@ -351,7 +372,22 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   res.skip_reason = v.skip_reason;
   for (auto& f : v.failures) res.failures.push_back(std::move(f));
   res.notes = std::move(v.notes);
+  // A fault the user asked for that hit nothing (rank 2 crashing at op 99
+  // of a 3-op program) must not pass in silence. Random profiles are
+  // drawn, not asked for: they are not judged.
+  if (backend.simulated_faults) {
+    sim::FaultPlan asked = s.faults;
+    append(asked, options.extra_faults);
+    std::vector<std::string> injected;
+    for (const InjectedFault& f : how.injected) injected.push_back(f.text);
+    for (const std::string& line : sim::unfired_faults(asked, injected))
+      res.notes.push_back("fault " + line + "; the run did not test it");
+  }
   res.fault_report = std::move(v.fault_report);
+  bound(res.failures, "failures");
+  bound(res.notes, "notes");
+  bound(res.fault_report, "lines");
+  res.detail = first_lines(res.detail, kMaxLinesPerFailure);
   res.checks = v.checks;
   res.output = std::move(log.output);
   res.skipped_steps = log.skipped_steps;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/registry.h"
+#include "core/memory_guard.h"
 #include "scenario/interpreter.h"
 #include "scenario/scenario.h"
 
@@ -57,7 +58,7 @@ struct RunOptions {
   // A materialised run that would need more memory than this -- every
   // rank's tensors, and when checking the copies recorded for the oracle --
   // is refused up front, with the figure and the way out (timing_only).
-  double max_tensor_bytes = 8.0 * (1ull << 30);
+  double max_tensor_bytes = kMemoryGuardBytes;
   // Differences where torch leaves the behaviour unspecified fail a
   // library's run too (they always fail collie's core).
   bool strict = false;
@@ -65,6 +66,18 @@ struct RunOptions {
   // (--backend-plugin PATH, --torch-import MODULE, ...).
   std::vector<std::string> replay_flags;
 };
+
+// What a materialised run of `s` needs in memory, as its guard
+// (RunOptions::max_tensor_bytes) weighs it: every rank's tensors and, when
+// the scenario checks, the copies recorded for the oracle.
+double memory_needed(const Scenario& s);
+
+// A result's failures, notes and fault report keep their first
+// kMaxFailures entries and then one "... and N more failures"; each entry,
+// and the detail, its first kMaxLinesPerFailure lines and then "... and N
+// more lines": what a run says is bounded whatever the world size.
+inline constexpr std::size_t kMaxFailures = 50;
+inline constexpr std::size_t kMaxLinesPerFailure = 200;
 
 struct ScenarioResult {
   std::string file;

@@ -29,6 +29,16 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
   return v;
 }
 
+// What loading `text` as `file` says: its error, or "loaded".
+std::string load_error(const std::string& text, const std::string& file) {
+  try {
+    (void)load_text(text, file);
+    return "loaded";
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+}
+
 ScenarioResult run_file(const std::string& rel, RunOptions o = {}, std::optional<int> world = std::nullopt) {
   return run_scenario(load_file(scenario_path(rel), LoadOverrides{world}), o);
 }
@@ -438,6 +448,89 @@ TEST(NetworkProfile, IsReadWithLocationsAndOverriddenByTheScenario) {
     EXPECT_NE(std::string(e.what()).find("bad.yaml:3"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+// Replay lines pasted a file name with a space as two words.
+TEST(Replay, FileNamesAndFaultsAreShellQuoted) {
+  const std::string text = "version: 1\nname: x\nworld: 2\ntensors:\n  t: {dtype: float32}\nprogram:\n"
+                           "  - {op: expect, tensor: t, value: 1}\n";
+  RunOptions o;
+  o.fault_args = {"slow:rank=1,factor=2"};
+  ASSERT_FALSE(sim::parse_fault(o.fault_args[0], o.extra_faults));
+  const ScenarioResult r = run_scenario(load_text(text, "my job's.yaml"), o);
+  ASSERT_FALSE(r.passed);
+  EXPECT_EQ(r.replay, "collie run 'my job'\\''s.yaml' --backend sim --seed 1 --fault slow:rank=1,factor=2");
+}
+
+// --world 1048576 of a scenario whose expect fails on every rank printed
+// 120 MB: a result keeps kMaxFailures failures and says how many more.
+TEST(FailureOutput, IsBoundedWhateverTheWorld) {
+  const std::string text = "version: 1\nname: x\nworld: 300\ntensors:\n  t: {dtype: float32}\nprogram:\n"
+                           "  - {op: expect, tensor: t, value: \"rank + 1\"}\n";
+  const ScenarioResult r = run_scenario(load_text(text, "b.yaml"), {});
+  ASSERT_EQ(r.failures.size(), kMaxFailures + 1);
+  EXPECT_EQ(r.failures.back(), "... and 250 more failures");
+}
+
+// crash:rank=2,op=99 of a program of 3 ops passed without a word.
+TEST(Faults, AFaultThatNeverFiresIsNamed) {
+  RunOptions o;
+  o.fault_args = {"crash:rank=2,op=99", "drop:src=0,dst=1,nth=5", "crash:rank=1,op=1"};
+  for (const auto& f : o.fault_args) ASSERT_FALSE(sim::parse_fault(f, o.extra_faults));
+  const ScenarioResult r = run_file("tutorial/all_reduce.yaml", o);
+  std::string notes;
+  for (const auto& n : r.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("fault crash:rank=2,op=99 did not fire: rank 2 never started its 99th op"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("fault drop:src=0,dst=1,nth=5 did not fire: there was no 5th message from rank 0 to rank 1"),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(notes.find("crash:rank=1,op=1 did not fire"), std::string::npos) << notes;  // it did
+  // What fired is not noted.
+  RunOptions fired;
+  fired.fault_args = {"crash:rank=1,op=1"};
+  ASSERT_FALSE(sim::parse_fault(fired.fault_args[0], fired.extra_faults));
+  EXPECT_TRUE(run_file("tutorial/all_reduce.yaml", fired).notes.empty());
+}
+
+// {m} of a 2-D tensor printed one flat row, and {m[1]} was an element.
+TEST(Print, TensorsOfTwoDimensionsPrintAsTorchPrintsThem) {
+  const std::string text = "version: 1\nname: x\nworld: 1\ntensors:\n  m: {dtype: int64, shape: [2, 3], init: i}\n"
+                           "program:\n  - {op: print, text: \"{m}\"}\n  - {op: print, text: \"{m[1]}|{m[1]!r}\"}\n";
+  const ScenarioResult r = run_scenario(load_text(text, "p.yaml"), {});
+  ASSERT_EQ(r.output.size(), 2u);
+  EXPECT_EQ(r.output[0].text, "tensor([[0, 1, 2],\n        [3, 4, 5]])");
+  EXPECT_EQ(r.output[1].text, "tensor([3, 4, 5])|tensor([3, 4, 5])");
+  EXPECT_EQ(load_error("version: 1\nname: x\nworld: 1\ntensors:\n  m: {dtype: int64, shape: [2, 3]}\n"
+                       "program:\n  - {op: print, text: \"{m[2]}\"}\n",
+                       "p.yaml"),
+            "p.yaml:7:24: error: print: {m[2]}: tensor 'm' has 2 rows");
+}
+
+// all_to_all_single whose ranks receive different totals needed an output
+// shape per rank: shapes may now depend on the rank.
+TEST(ShapeExpressions, MayDependOnTheRank) {
+  const std::string text =
+      "version: 1\nname: x\nworld: 3\ntensors:\n"
+      "  in: {dtype: int64, shape: [6], init: \"rank * 10 + i\"}\n"
+      "  out: {dtype: int64, shape: [\"world * (rank + 1)\"]}\n"
+      "program:\n"
+      "  - {op: all_to_all_single, output: out, tensor: in, input_split_sizes: \"j + 1\", output_split_sizes: \"rank + 1\"}\n"
+      "  - {op: print, text: \"{rank}: {out}\"}\n";
+  const ScenarioResult r = run_scenario(load_text(text, "a.yaml"), {});
+  EXPECT_TRUE(r.passed) << (r.failures.empty() ? "" : r.failures[0]);
+  EXPECT_GE(r.checks, 1);
+  std::vector<std::string> lines;
+  for (const auto& l : r.output) lines.push_back(l.text);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0: tensor([ 0, 10, 20])", "1: tensor([ 1,  2, 11, 12, 21, 22])",
+                                             "2: tensor([ 3,  4,  5, 13, 14, 15, 23, 24, 25])"}));
+  // Every rank's shape is checked when loaded: [1 - rank] is -1 on rank 2.
+  EXPECT_EQ(load_error("version: 1\nname: x\nworld: 3\ntensors:\n  t: {dtype: float32, shape: [\"1 - rank\"]}\n"
+                       "program:\n  - {op: barrier}\n",
+                       "a.yaml"),
+            "a.yaml:5:30: error: tensor 't': shape dimension 1 - rank is -1 on rank 2; "
+            "dimensions are integers between 0 and 2^31");
 }
 
 }  // namespace

@@ -32,16 +32,29 @@ inline constexpr int kFormatVersion = 1;
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
+  // The shape on every rank -- or, when a dimension depends on the rank
+  // (per_rank: all_to_all_single's output of per-rank totals), on rank 0;
+  // shape_on(rank) is any rank's. Every rank's is checked when loaded.
   std::vector<std::int64_t> shape;
-  // The dimensions as written, when one of them uses `world` ("world * 4"):
-  // set_world() re-evaluates them. Empty when every dimension is a number.
+  // The dimensions as written, when one of them uses `world` or `rank`
+  // ("world * 4", "rank + 1"), and the world they were evaluated for.
+  // Empty when every dimension is a number.
   std::vector<Expr> shape_exprs;
+  bool per_rank = false;
+  int world = 1;
   std::optional<Expr> list;  // a list of this many tensors (of `shape` each); may use world
   Expr init;                 // value of element i (of list entry j) on `rank`
-  std::vector<double> values;  // literal values instead of init (one per element)
+  std::vector<Value> values;  // literal values instead of init (one per element), exactly as written
   Location where;
-  std::size_t count() const;  // elements per tensor
+  std::size_t count() const;  // elements per tensor on rank 0 (the loader bounds it: see kMaxTensorBytes)
+  std::vector<std::int64_t> shape_on(int rank) const;
+  std::size_t count_on(int rank) const;
 };
+
+// The most bytes one tensor may hold (1 PiB): a shape whose product of
+// dimensions is larger -- or overflows -- is refused where it is written.
+// Materialised runs are bounded far lower by the runner's memory guard.
+inline constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 50;
 
 struct GroupSpec {
   std::string name;
@@ -55,11 +68,6 @@ struct GroupSpec {
 enum class StepKind { kOp, kWait, kNewGroup, kPrint, kExpect, kUpdate };
 inline constexpr std::string_view kControlSteps[] = {"wait", "new_group", "print", "expect", "update"};
 
-// Why `x` cannot be an element of `dtype` -- not an integer's range (after
-// truncation toward zero, as torch converts), NaN or inf for an integer --
-// or nullopt when it can. Floating dtypes take every value (overflow is inf).
-std::optional<std::string> value_unfit(DType dtype, double x);
-
 // all_to_all_single's output_split_sizes / input_split_sizes: rows of dim 0
 // per group rank, written as a list of expressions of `rank` and `world`,
 // or as one expression of `rank`, `world` and `j` (the group rank the block
@@ -71,7 +79,7 @@ struct SplitSizes {
 
   bool given() const { return of_j || !each.empty(); }
   // The sizes on `rank` for a group of n ranks (each.size() when listed).
-  std::vector<double> eval(int rank, int world, std::size_t n) const;
+  std::vector<Value> eval(int rank, int world, std::size_t n) const;
 };
 
 // One op of a batch_isend_irecv step (torch's P2POp).
@@ -114,7 +122,7 @@ struct Step {
   std::vector<int> members;        // new_group
   std::string name;                // new_group: the group's name
   Expr value;                      // update / expect: element value (vars rank, world, i, j, x)
-  std::vector<double> equals;      // expect: literal values
+  std::vector<Value> equals;       // expect: literal values, exactly as written
   std::vector<Location> equals_where;  // expect: where each literal is
   bool has_value = false;
   double tolerance = 0;            // expect: absolute tolerance for floats

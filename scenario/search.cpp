@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/text.h"
 #include "scenario/loader.h"
 #include "sim/explorer.h"
 
@@ -207,65 +208,135 @@ std::string shrink(const std::string& path, std::uint64_t seed, bool destructive
   return out;
 }
 
+const char* buffering_flag(Buffering b) {
+  switch (b) {
+    case Buffering::kConfigured: return "configured";
+    case Buffering::kRendezvous: return "rendezvous";
+    case Buffering::kEager: return "eager";
+  }
+  return "configured";
+}
+
+std::string explore_replay(const std::string& file, const ExploreFinding& f) {
+  std::string sched;
+  for (std::size_t k = 0; k < f.schedule.size(); ++k) sched += (k ? "," : "") + std::to_string(f.schedule[k]);
+  std::string cmd = "collie explore " + shell_quote(file) + " --schedule " + (sched.empty() ? "0" : sched);
+  if (f.buffering != Buffering::kConfigured) cmd += std::string(" --buffering ") + buffering_flag(f.buffering);
+  for (const auto& fault : f.faults) cmd += " --fault " + shell_quote(fault);
+  return cmd + " -v";
+}
+
+namespace {
+
+[[noreturn]] void usage(const std::string& msg) { throw Error(ErrorKind::kUsage, OpContext{}, msg); }
+
+// A replayed schedule must be the one the run took: a choice beyond the
+// alternatives offered, or one where the run offered none, is refused.
+void check_schedule(const std::vector<int>& want, const sim::Explorer& ex) {
+  const std::vector<int>& took = ex.taken();
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    if (k < took.size() && want[k] == took[k]) continue;
+    if (k >= took.size() && want[k] == 0) continue;  // trailing zeros: the default anyway
+    if (k >= took.size())
+      usage("--schedule: choice " + std::to_string(k + 1) + " is " + std::to_string(want[k]) + ", but the run makes " +
+            std::to_string(took.size()) + " choice" + (took.size() == 1 ? "" : "s") + " (a schedule from another "
+            "program, or another buffering?)");
+    usage("--schedule: choice " + std::to_string(k + 1) + " is " + std::to_string(want[k]) + ", but there it has " +
+          std::to_string(ex.widths()[k]) + " alternatives (0 to " + std::to_string(ex.widths()[k] - 1) + ")");
+  }
+}
+
+}  // namespace
+
 ExploreResult explore(const Scenario& s, const ExploreOptions& o) {
+  if (o.max_runs == 0) usage("--max-runs must be at least 1");
+  for (int c : o.schedule)
+    if (c < 0) usage("--schedule: choices are numbers from 0, not " + std::to_string(c));
   ExploreResult res;
   std::set<std::string> seen;
   struct Mode {
     std::string name;
-    std::optional<std::size_t> threshold;
-    std::string fault;
+    Buffering buffering = Buffering::kConfigured;
+    std::string fault;  // one fault of the set, or none
+    std::vector<int> prefix;
+    bool done = false;
   };
-  std::vector<Mode> modes = {
-      {"eager up to " + std::to_string(s.network.eager_threshold_bytes) + " bytes (as configured)", std::nullopt, ""},
-      {"every send rendezvous", std::size_t{0}, ""},
-      {"every send eager", std::numeric_limits<std::size_t>::max(), ""},
+  auto buffering_name = [&](Buffering b) -> std::string {
+    switch (b) {
+      case Buffering::kConfigured:
+        return "eager up to " + std::to_string(s.network.eager_threshold_bytes) + " bytes (as configured)";
+      case Buffering::kRendezvous: return "every send rendezvous";
+      case Buffering::kEager: return "every send eager";
+    }
+    return "";
   };
-  if (o.with_faults) {
-    for (int a = 0; a < s.world; ++a) {
-      modes.push_back({"crash rank " + std::to_string(a) + " at its first op", std::nullopt,
-                       "crash:rank=" + std::to_string(a) + ",op=1"});
-      for (int b = 0; b < s.world; ++b)
-        if (a != b)
-          modes.push_back({"drop the first message " + std::to_string(a) + "->" + std::to_string(b), std::nullopt,
-                           "drop:src=" + std::to_string(a) + ",dst=" + std::to_string(b) + ",nth=1"});
+  std::vector<Mode> modes;
+  const bool single = !o.schedule.empty();
+  if (single) {
+    std::string faults;
+    for (const auto& f : o.base.fault_args) faults += (faults.empty() ? "" : ", ") + f;
+    modes.push_back({buffering_name(o.buffering) + (faults.empty() ? "" : "; with " + faults), o.buffering, "", o.schedule});
+  } else {
+    for (Buffering b : {Buffering::kConfigured, Buffering::kRendezvous, Buffering::kEager})
+      modes.push_back({buffering_name(b), b, "", {}});
+    if (o.with_faults) {
+      for (int a = 0; a < s.world; ++a) {
+        modes.push_back({"crash rank " + std::to_string(a) + " at its first op", Buffering::kConfigured,
+                         "crash:rank=" + std::to_string(a) + ",op=1", {}});
+        for (int b = 0; b < s.world; ++b)
+          if (a != b)
+            modes.push_back({"drop the first message " + std::to_string(a) + "->" + std::to_string(b),
+                             Buffering::kConfigured,
+                             "drop:src=" + std::to_string(a) + ",dst=" + std::to_string(b) + ",nth=1", {}});
+      }
     }
   }
-  res.exhausted = true;
-  for (const Mode& m : modes) {
-    std::vector<int> prefix = o.schedule;
-    const bool single = !o.schedule.empty();
-    while (true) {
-      if (res.runs >= o.max_runs) {
-        res.exhausted = false;
-        break;
-      }
-      sim::Explorer ex(prefix);
-      RunOptions ro = o.base;
-      ro.explorer = &ex;
-      if (m.threshold) ro.eager_threshold_bytes = *m.threshold;
-      if (!m.fault.empty()) {
-        if (auto err = sim::parse_fault(m.fault, ro.extra_faults)) throw std::logic_error(*err);
-        ro.fault_args.push_back(m.fault);
-      }
-      ScenarioResult r = run_scenario(s, ro);
-      ++res.runs;
-      // A bug whatever the scenario expects: an error, a deadlock, a wrong result.
-      if (r.outcome != "ok" || data_failure(r)) {
-        if (seen.insert(failure_signature(r)).second) {
-          ExploreFinding f;
-          f.signature = failure_signature(r);
-          f.mode = m.name;
-          f.schedule = ex.taken();
-          f.choices = ex.labels();
-          f.result = std::move(r);
-          res.findings.push_back(std::move(f));
-        }
-      }
-      if (single || !m.fault.empty()) break;  // faults: the default order only
-      if (!ex.next(prefix)) break;
+  for (const Mode& m : modes) res.fault_placements_total += m.fault.empty() ? 0 : 1;
+
+  // One run of mode m: the next schedule of its search.
+  auto run_once = [&](Mode& m) {
+    sim::Explorer ex(m.prefix);
+    RunOptions ro = o.base;
+    ro.explorer = &ex;
+    if (m.buffering == Buffering::kRendezvous) ro.eager_threshold_bytes = 0;
+    if (m.buffering == Buffering::kEager) ro.eager_threshold_bytes = std::numeric_limits<std::size_t>::max();
+    if (!m.fault.empty()) {
+      if (auto err = sim::parse_fault(m.fault, ro.extra_faults)) throw std::logic_error(*err);
+      ro.fault_args.push_back(m.fault);
     }
-    if (single) break;
+    ScenarioResult r = run_scenario(s, ro);
+    ++res.runs;
+    ++(m.fault.empty() ? res.schedules : res.fault_placements);
+    if (single) check_schedule(o.schedule, ex);
+    // A bug whatever the scenario expects: an error, a deadlock, a wrong result.
+    if (r.outcome != "ok" || data_failure(r)) {
+      if (seen.insert(failure_signature(r)).second) {
+        ExploreFinding f;
+        f.signature = failure_signature(r);
+        f.mode = m.name;
+        f.buffering = m.buffering;
+        f.faults = ro.fault_args;
+        f.schedule = ex.taken();
+        f.choices = ex.labels();
+        f.result = std::move(r);
+        res.findings.push_back(std::move(f));
+      }
+    }
+    // Faults and replays: the default order (or the given one) only.
+    m.done = single || !m.fault.empty() || !ex.next(m.prefix);
+  };
+  // Every mode's first run, then the searches in turn, within the bound.
+  for (Mode& m : modes)
+    if (res.runs < o.max_runs) run_once(m);
+  for (bool any = true; any && res.runs < o.max_runs;) {
+    any = false;
+    for (Mode& m : modes) {
+      if (m.done || res.runs >= o.max_runs) continue;
+      any = true;
+      run_once(m);
+    }
   }
+  res.exhausted = res.runs > 0 && std::all_of(modes.begin(), modes.end(), [](const Mode& m) { return m.done; });
   return res;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "scenario/loader.h"
 
@@ -81,6 +82,79 @@ TEST(Explore, SingleFaultsAreTriedOnRequest) {
   }
   EXPECT_TRUE(dropped);
   EXPECT_TRUE(crashed);
+}
+
+// The options a printed replay line gives: collie explore FILE --schedule
+// S [--buffering B] [--fault F]... -v, read back word by word.
+ExploreOptions options_of(const std::string& line) {
+  std::istringstream words(line);
+  std::vector<std::string> w;
+  for (std::string x; words >> x;) w.push_back(x);
+  ExploreOptions o;
+  for (std::size_t k = 3; k + 1 < w.size(); ++k) {
+    if (w[k] == "--schedule") {
+      std::stringstream list(w[k + 1]);
+      for (std::string c; std::getline(list, c, ',');) o.schedule.push_back(std::stoi(c));
+    } else if (w[k] == "--buffering") {
+      o.buffering = w[k + 1] == "rendezvous" ? Buffering::kRendezvous : Buffering::kEager;
+    } else if (w[k] == "--fault") {
+      EXPECT_FALSE(sim::parse_fault(w[k + 1], o.base.extra_faults)) << w[k + 1];
+      o.base.fault_args.push_back(w[k + 1]);
+    }
+  }
+  return o;
+}
+
+// Fault findings printed replay lines without the fault (they replayed a
+// passing run), and a rendezvous finding's line dropped --buffering.
+TEST(Explore, EveryFindingReplaysAsPrinted) {
+  int replayed = 0;
+  for (const char* f : {"scenarios/p2p/head_to_head_eager.yaml", "scenarios/tutorial/send_recv_blocking.yaml",
+                        "scenarios/deadlocks/any_source_steals_a_message.yaml", "scenarios/tutorial/all_reduce.yaml"}) {
+    const Scenario s = load_file(path(f));
+    ExploreOptions o;
+    o.with_faults = true;
+    o.max_runs = 300;
+    for (const ExploreFinding& finding : explore(s, o).findings) {
+      const std::string line = explore_replay(s.file, finding);
+      const ExploreResult again = explore(s, options_of(line));
+      ASSERT_EQ(again.findings.size(), 1u) << line;
+      EXPECT_EQ(again.findings[0].signature, finding.signature) << line;
+      EXPECT_EQ(again.findings[0].buffering, finding.buffering) << line;
+      EXPECT_EQ(again.findings[0].faults, finding.faults) << line;
+      ++replayed;
+    }
+  }
+  EXPECT_GE(replayed, 10);
+}
+
+// With --faults and a fault-free space larger than the bound, no fault was
+// ever tried and the search said it found nothing.
+TEST(Explore, EveryFaultIsTriedWhenTheFaultFreeSpaceExceedsTheBound) {
+  ExploreOptions o;
+  o.with_faults = true;
+  o.max_runs = 20;
+  const ExploreResult r = explore(load_file(path("scenarios/tutorial/all_reduce.yaml")), o);
+  EXPECT_EQ(r.fault_placements_total, 16u);  // 4 crashes, 12 drops
+  EXPECT_EQ(r.fault_placements, 16u);
+  EXPECT_EQ(r.schedules + r.fault_placements, r.runs);
+  EXPECT_FALSE(r.exhausted);
+  EXPECT_FALSE(r.findings.empty());
+}
+
+// --schedule 9,9,9 ran the default order and said it replayed the schedule.
+TEST(Explore, AScheduleTheProgramDoesNotOfferIsRefused) {
+  const Scenario s = load_file(path("scenarios/deadlocks/any_source_steals_a_message.yaml"));
+  ExploreOptions o;
+  o.schedule = {9, 9, 9};
+  EXPECT_THROW(explore(s, o), Error);
+  o.schedule = {1, 0, 0, 0};  // trailing zeros are the default anyway
+  EXPECT_EQ(explore(s, o).findings.size(), 1u);
+  o.schedule = {1, 1};  // a second choice the run never offers
+  EXPECT_THROW(explore(s, o), Error);
+  o.schedule = {};
+  o.max_runs = 0;
+  EXPECT_THROW(explore(s, o), Error);
 }
 
 TEST(Fuzz, BenignProfilesNeverChangeACorrectProgramsResult) {

@@ -119,6 +119,25 @@ double Reader::as_double(const YAML::Node& n, const std::string& what) const {
   if (s == "false" || s == "False") return 0;
   fail(n, what + " must be a number, not '" + s + "'");
 }
+Value Reader::as_value(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsScalar()) fail(n, what + " must be a number, not " + kind_of(n));
+  const std::string& s = n.Scalar();
+  if (s == ".inf" || s == "inf" || s == "+.inf" || s == ".Inf" || s == ".INF") return Value::real(INFINITY);
+  if (s == "-.inf" || s == "-inf" || s == "-.Inf" || s == "-.INF") return Value::real(-INFINITY);
+  if (s == ".nan" || s == "nan" || s == ".NaN" || s == ".NAN") return Value::real(NAN);
+  if (s == "true" || s == "True") return Value(1);
+  if (s == "false" || s == "False") return Value(0);
+  const bool negative = !s.empty() && s[0] == '-';
+  const std::size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  std::size_t length = 0;
+  std::string error;
+  const std::optional<Value> v = scan_number(std::string_view(s).substr(sign), length, error, true);
+  if (v && sign + length == s.size()) {
+    if (!negative) return *v;
+    return v->is_int() ? Value::integer(-v->integer()) : Value::real(-v->real());
+  }
+  fail(n, what + " must be a number, not '" + s + "'" + (error.empty() ? "" : ": " + error));
+}
 bool Reader::as_bool(const YAML::Node& n, const std::string& what) const {
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();

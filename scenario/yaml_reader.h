@@ -38,6 +38,11 @@ class Reader {
   long long as_int(const YAML::Node& n, const std::string& what) const;
   std::uint64_t as_u64(const YAML::Node& n, const std::string& what) const;
   double as_double(const YAML::Node& n, const std::string& what) const;
+  // A number as written, exactly: an integer stays one (9007199254740993,
+  // 0x7fffffffffffffff, -128), a float is the nearest double (2.5, 1e3,
+  // .inf, -.inf, .nan); true and false are 1 and 0. An integer beyond 128
+  // bits is refused at the scalar.
+  Value as_value(const YAML::Node& n, const std::string& what) const;
   bool as_bool(const YAML::Node& n, const std::string& what) const;
   std::string as_string(const YAML::Node& n, const std::string& what) const;
   std::vector<int> as_rank_list(const YAML::Node& n, const std::string& what) const;

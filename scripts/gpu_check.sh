@@ -17,8 +17,13 @@
 # collective with every algorithm and p2p traffic on device tensors, a
 # crash, a timeout, a deadlock; its HostRuntime-only tests are filtered
 # out); each under compute-sanitizer memcheck and racecheck when the
-# toolkit's sanitizer is there. Its conformance run on a registered
-# `cuda` backend, NCCL and the bench join it as they land.
+# toolkit's sanitizer is there. Then the backends as users name them, with
+# the collie command itself: `collie conformance --backend cuda` (the whole
+# suite on CudaRuntime; also a subset under compute-sanitizer memcheck),
+# `--backend nccl` (NCCL through collie-nccl-worker; on one GPU the worlds of
+# two ranks and more skip in NCCL's words), `--backend torch:nccl` (where the
+# machine's python3 has torch with CUDA; else a visible skip), and `collie
+# bench` on cuda (with the device-to-device copy rate) and nccl.
 set -euo pipefail
 cmd=${1:-}
 if [[ "$cmd" == "bundle" ]]; then
@@ -33,6 +38,21 @@ if [[ "$cmd" == "bundle" ]]; then
     # Libraries outside glibc and the CUDA driver: a bare machine may lack them.
     ldd "$build/$t" | awk '/=> \// {print $3}' | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda)\.so' |
       while read -r lib; do cp -L "$lib" "$out/lib/"; done
+  done
+  # The collie command, its NCCL worker, the scenarios and the torch driver
+  # (COLLIE_DATA_DIR points collie at them).
+  for t in tools/collie tools/collie-nccl-worker; do
+    [[ -x "$build/$t" ]] || { echo "gpu_check: $build/$t is missing (build with nvcc on PATH first)" >&2; exit 2; }
+    cp "$build/$t" "$out/bin/"
+    ldd "$build/$t" | awk '/=> \// {print $3}' | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux|libcuda)\.so' |
+      while read -r lib; do cp -L "$lib" "$out/lib/"; done
+  done
+  mkdir -p "$out/share/backends/torch"
+  cp -r "$root/scenarios" "$out/share/"
+  cp "$root/backends/torch/collie_torch_worker.py" "$out/share/backends/torch/"
+  # libnccl is loaded at run time: take the toolkit's along.
+  for lib in /usr/local/cuda/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2; do
+    [[ -e "$lib" ]] && { cp -L "$lib" "$out/lib/"; break; }
   done
   cp "$0" "$out/gpu_check.sh"
   cat > "$out/run.sh" <<'RUN'
@@ -73,6 +93,23 @@ if [[ -n "$sanitizer" ]]; then
 else
   echo "FAIL sanitizer: compute-sanitizer not found" >> "$summary"; failed=1
 fi
+# The backends through the collie command.
+export COLLIE_DATA_DIR=$here/share COLLIE_NCCL_LIBRARY=$here/lib/libnccl.so.2
+collie=$here/bin/collie
+part conformance_cuda "$collie" conformance --backend cuda --junit "$here/conformance_cuda.xml"
+if [[ -n "$sanitizer" ]]; then
+  part conformance_cuda_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 \
+    "$collie" conformance --backend cuda --filter '^(all_reduce|p2p|reduce_scatter|all_to_all)/'
+fi
+part conformance_nccl "$collie" conformance --backend nccl --junit "$here/conformance_nccl.xml"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+  part conformance_torch_nccl "$collie" conformance --backend torch:nccl --python "$(command -v python3)"
+else
+  echo "SKIP conformance_torch_nccl: this machine's python3 has no torch with CUDA" >> "$summary"
+fi
+part bench_cuda "$collie" bench --backend cuda -n 2 -b 8 -e 256M
+part bench_cuda_one_rank "$collie" bench --backend cuda -n 1 -b 8 -e 256M
+part bench_nccl "$collie" bench --backend nccl -n 1 -b 8 -e 256M
 cat "$here/gpus.txt" "$summary"
 exit $failed
 RUN

@@ -228,16 +228,22 @@ std::vector<std::string> fault_args(const FaultPlan& plan) {
   std::vector<std::string> out;
   static const char* names[] = {"drop", "delay", "duplicate", "reorder"};
   for (const auto& f : plan.messages) {
-    std::string s = std::string(names[static_cast<int>(f.kind)]) + ":p=" + num(f.probability);
+    // Defaults (p=1, us=0) are left out: "drop:src=0,dst=1,nth=5", as a user writes it.
+    std::string s;
+    if (f.probability != 1.0) s += ",p=" + num(f.probability);
     if (f.src >= 0) s += ",src=" + std::to_string(f.src);
     if (f.dst >= 0) s += ",dst=" + std::to_string(f.dst);
     if (f.nth) s += ",nth=" + std::to_string(f.nth);
     switch (f.distribution) {
-      case MessageFault::Distribution::kFixed: s += ",us=" + num(f.delay_us); break;
+      case MessageFault::Distribution::kFixed:
+        if (f.delay_us != 0) s += ",us=" + num(f.delay_us);
+        break;
       case MessageFault::Distribution::kUniform: s += ",us=" + num(f.delay_us) + ",max_us=" + num(f.delay_max_us); break;
       case MessageFault::Distribution::kExponential: s += ",mean_us=" + num(f.delay_us); break;
     }
-    out.push_back(s + window_args(f.window));
+    s += window_args(f.window);
+    if (!s.empty()) s[0] = ':';
+    out.push_back(std::string(names[static_cast<int>(f.kind)]) + s);
   }
   for (const auto& p : plan.partitions) {
     std::string s = "partition:a=" + rank_set(p.a);
@@ -419,6 +425,43 @@ std::optional<std::string> fault_outside_world(const FaultPlan& plan, int world)
     ++k;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> unfired_faults(const FaultPlan& plan, const std::vector<std::string>& injected) {
+  const std::vector<std::string> names = plan.describe();
+  const std::vector<std::string> args = fault_args(plan);
+  auto fired = [&](std::size_t k) {
+    const std::string by = "by fault '" + names[k] + "'";
+    for (const auto& t : injected)
+      if (t.find(by) != std::string::npos) return true;
+    return false;
+  };
+  std::vector<std::string> out;
+  auto say = [&](std::size_t k, const std::string& why) { out.push_back(args[k] + " did not fire: " + why); };
+  std::size_t k = 0;  // plan order: messages, partitions, degradations, crashes, slow, skews
+  for (const auto& f : plan.messages) {
+    const bool lost = f.kind == MessageFault::Kind::kDrop;
+    if (lost && !fired(k)) {
+      const std::string channel = (f.src < 0 ? std::string("any rank") : "rank " + std::to_string(f.src)) + " to " +
+                                  (f.dst < 0 ? std::string("any rank") : "rank " + std::to_string(f.dst));
+      say(k, f.nth ? "there was no " + ordinal(f.nth) + " message from " + channel + (f.window.from_ns > 0 || f.window.until_ns != std::numeric_limits<Nanos>::max() ? " in its window" : "")
+                   : "no frame from " + channel + " was dropped");
+    }
+    ++k;
+  }
+  for (std::size_t i = 0; i < plan.partitions.size(); ++i, ++k)
+    if (!fired(k)) say(k, "no frame crossed it while it held");
+  k += plan.degradations.size();
+  for (const auto& c : plan.crashes) {
+    if (!fired(k)) {
+      const std::string r = "rank " + std::to_string(c.rank);
+      say(k, c.at_op ? r + " never started its " + ordinal(c.at_op) + " op (or had crashed before)"
+             : !c.at_step.empty() ? r + " never entered a step '" + c.at_step + "' (or had crashed before)"
+                                  : r + " had finished or crashed before that time");
+    }
+    ++k;
+  }
+  return out;
 }
 
 }  // namespace collie::sim

@@ -137,8 +137,17 @@ std::optional<std::string> parse_fault(const std::string& text, FaultPlan& plan)
 std::optional<std::string> fault_outside_world(const FaultPlan& plan, int world);
 
 // The plan as parse_fault() strings, one per fault, in plan order; parsing
-// them back gives the same plan.
+// them back gives the same plan. Defaults are left out (drop:src=0,dst=1).
 std::vector<std::string> fault_args(const FaultPlan& plan);
+
+// The faults of `plan` that did nothing in a run, one line each
+// ("crash:rank=2,op=99 did not fire: rank 2 never started its 99th op"),
+// given the texts of what the run injected (FaultRecord::describe(): each
+// names the plan's fault that did it, "... by fault 'crash rank 2 at its
+// 99th op'"). Judged: crashes, drops and partitions -- what a run reports
+// as injected (core/diagnosis.h's InjectedFault); delays, duplicates,
+// reorders, degraded links, slow ranks and skewed clocks are not.
+std::vector<std::string> unfired_faults(const FaultPlan& plan, const std::vector<std::string>& injected);
 
 // What the simulator did on purpose, in the order it did it.
 struct FaultRecord {

@@ -5,20 +5,9 @@
 
 #include "backends/registry.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace collie::tools {
-
-namespace {
-
-// A flag's value quoted for a shell, when it needs it.
-std::string quoted(const std::string& s) {
-  if (s.find_first_of(" \t\"'$\\") == std::string::npos && !s.empty()) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-}  // namespace
 
 void BackendFlags::add_to(CLI::App& app) {
   // Repeatable options take one value each: the scenario files that follow stay positional.
@@ -59,12 +48,12 @@ int BackendFlags::apply() const {
 
 std::vector<std::string> BackendFlags::replay() const {
   std::vector<std::string> out;
-  for (const auto& p : plugins) out.insert(out.end(), {"--backend-plugin", quoted(p)});
-  if (!python.empty()) out.insert(out.end(), {"--python", quoted(python)});
-  for (const auto& m : torch_imports) out.insert(out.end(), {"--torch-import", quoted(m)});
-  if (!mpirun.empty()) out.insert(out.end(), {"--mpirun", quoted(mpirun)});
-  if (!mpirun_args.empty()) out.insert(out.end(), {"--mpirun-args", quoted(mpirun_args)});
-  if (!controller_host.empty()) out.insert(out.end(), {"--controller-host", quoted(controller_host)});
+  for (const auto& p : plugins) out.insert(out.end(), {"--backend-plugin", shell_quote(p)});
+  if (!python.empty()) out.insert(out.end(), {"--python", shell_quote(python)});
+  for (const auto& m : torch_imports) out.insert(out.end(), {"--torch-import", shell_quote(m)});
+  if (!mpirun.empty()) out.insert(out.end(), {"--mpirun", shell_quote(mpirun)});
+  if (!mpirun_args.empty()) out.insert(out.end(), {"--mpirun-args", shell_quote(mpirun_args)});
+  if (!controller_host.empty()) out.insert(out.end(), {"--controller-host", shell_quote(controller_host)});
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "tools/bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,14 @@ namespace {
 // (reduce_scatter_tensor, all_to_all_single), and sendrecv is a ring shift
 // (batch_isend_irecv: receive from rank-1, send to rank+1). Point-to-point
 // rows are not timed alone.
+// When a rank's timed loop starts or ends: the executor's clock, or the
+// host's where the backend's clock is logical.
+Nanos timestamp(Dist& c, const BenchOptions& o) {
+  if (!o.wall_clock) return c.executor().now();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::optional<OpKind> bench_op(std::string_view name) {
   if (name == "reduce_scatter") return OpKind::kReduceScatterTensor;
   if (name == "all_to_all") return OpKind::kAllToAllSingle;
@@ -34,6 +43,12 @@ std::string bench_op_list() {
   for (const OpSpec& s : op_table())
     if (s.family == OpFamily::kCollective) list += (list.empty() ? "" : ", ") + std::string(s.name);
   return list + ", sendrecv";
+}
+
+// An op with no tensor (barrier): one row, of no bytes.
+bool moves_no_data(OpKind k) {
+  return !op_spec(k).operand(Slot::kTensor).present() && !op_spec(k).operand(Slot::kList).present() &&
+         op_spec(k).family != OpFamily::kBatch;
 }
 
 // The buffer is cut into one chunk per rank: nccl-tests' size is the whole
@@ -99,6 +114,33 @@ struct Buffers {
   DistCall call;
 };
 
+// The tensors of one size on rank `me`, in elements, and how many of them
+// each slot takes (in order; a batch's two p2p tensors come last).
+struct Layout {
+  std::vector<std::uint64_t> tensors;
+  std::vector<std::pair<Slot, std::size_t>> slots;
+};
+
+Layout layout(OpKind kind, const BenchOptions& o, int n, int me, std::uint64_t count, std::uint64_t chunk) {
+  Layout l;
+  const OpSpec& spec = op_spec(kind);
+  const bool is_root = spec.rooted && me == o.root;
+  for (std::size_t k = 0; k < kNumSlots; ++k) {
+    const auto slot = static_cast<Slot>(k);
+    const Operand& op = spec.operand(slot);
+    if (!op.present()) continue;
+    const std::size_t first = l.tensors.size();
+    if (op.is_list()) {
+      if (op.passed_by(is_root)) l.tensors.insert(l.tensors.end(), static_cast<std::size_t>(n), chunk);
+    } else {
+      l.tensors.push_back(op.blocks ? count : chunk);
+    }
+    l.slots.emplace_back(slot, l.tensors.size() - first);
+  }
+  if (spec.family == OpFamily::kBatch) l.tensors.insert(l.tensors.end(), {chunk, chunk});  // sendrecv: [receive, send]
+  return l;
+}
+
 Buffers make_buffers(OpKind kind, const BenchOptions& o, int n, int me, std::uint64_t count, std::uint64_t chunk) {
   Buffers b;
   DistCall& c = b.call;
@@ -107,28 +149,10 @@ Buffers make_buffers(OpKind kind, const BenchOptions& o, int n, int me, std::uin
   c.reduce_op = o.reduce_op;
   const OpSpec& spec = c.spec();
   c.peer = spec.rooted ? o.root : -1;
-  const bool is_root = spec.rooted && me == o.root;
-  auto tensor = [&](std::uint64_t elements) {
+  const Layout l = layout(kind, o, n, me, count, chunk);
+  for (std::uint64_t elements : l.tensors)
     b.tensors.emplace_back(o.dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(elements)});
-  };
-  std::vector<std::pair<Slot, std::size_t>> slots;  // slot, tensors it takes
-  for (std::size_t k = 0; k < kNumSlots; ++k) {
-    const auto slot = static_cast<Slot>(k);
-    const Operand& op = spec.operand(slot);
-    if (!op.present()) continue;
-    const std::size_t first = b.tensors.size();
-    if (op.is_list()) {
-      if (op.passed_by(is_root))
-        for (int r = 0; r < n; ++r) tensor(chunk);
-    } else {
-      tensor(op.blocks ? count : chunk);
-    }
-    slots.emplace_back(slot, b.tensors.size() - first);
-  }
-  if (spec.family == OpFamily::kBatch) {  // sendrecv: [receive, send]
-    tensor(chunk);
-    tensor(chunk);
-  }
+  const auto& slots = l.slots;
   // Views once the tensors no longer move.
   std::size_t at = 0;
   for (const auto& [slot, k] : slots) {
@@ -235,17 +259,23 @@ void validate(const BenchOptions& o, int n) {
   if (o.min_bytes > o.max_bytes) usage("--min-bytes is above --max-bytes");
   if (!(o.step_factor > 1)) usage("--step-factor must be above 1");
   if (o.op == "sendrecv" && n < 2) usage("sendrecv needs at least 2 ranks");
+  if (o.iters < 0) usage("--iters must be at least 1");
+  if (o.warmup_iters < 0) usage("--warmup must be at least 0");
+  // A table with no row (-b 3 -e 3 of float32) measured nothing: refused.
+  bool any = moves_no_data(*k);
+  for (std::uint64_t bytes : bench_sizes(o)) any = any || elements_of(*k, o, n, bytes) > 0;
+  if (!any) {
+    const std::uint64_t es = dtype_size(o.dtype), unit = is_chunked(*k) ? static_cast<std::uint64_t>(n) : 1;
+    usage("no size asked for holds one " + std::string(is_chunked(*k) ? "chunk" : "element") + " of " + o.op + " (" +
+          std::to_string(unit) + " x " + std::string(dtype_name(o.dtype)) + " = " + std::to_string(unit * es) +
+          " bytes): the table would be empty; give a larger --max-bytes or --sizes");
+  }
 }
 
-Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* rows) {
-  const int n = c.world_size();
-  const int me = c.rank();
-  const std::size_t es = dtype_size(o.dtype);
-  const OpKind kind = *bench_op(o.op);
-  const bool no_data = !op_spec(kind).operand(Slot::kTensor).present() && !op_spec(kind).operand(Slot::kList).present() &&
-                       op_spec(kind).family != OpFamily::kBatch;
+std::vector<std::uint64_t> bench_sizes(const BenchOptions& o) {
+  const std::optional<OpKind> k = bench_op(o.op);
   std::vector<std::uint64_t> sizes;
-  if (no_data) {
+  if (k && moves_no_data(*k)) {
     sizes.push_back(0);
   } else if (!o.sizes.empty()) {
     sizes = o.sizes;
@@ -254,11 +284,47 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
          b *= o.step_factor)
       sizes.push_back(static_cast<std::uint64_t>(b));
   }
-  for (std::uint64_t want_bytes : sizes) {
-    // Whole elements, and for list ops whole chunks of n.
-    std::uint64_t count = want_bytes / es;
+  return sizes;
+}
+
+std::uint64_t elements_of(OpKind kind, const BenchOptions& o, int n, std::uint64_t bytes) {
+  // Whole elements, and for list ops whole chunks of n.
+  std::uint64_t count = bytes / dtype_size(o.dtype);
+  const std::uint64_t unit = is_chunked(kind) ? static_cast<std::uint64_t>(n) : 1;
+  return count - count % unit;
+}
+
+double bench_memory_bytes(const BenchOptions& o, int n) {
+  const std::optional<OpKind> kind = bench_op(o.op);
+  if (!kind || moves_no_data(*kind)) return 0;
+  const double es = static_cast<double>(dtype_size(o.dtype));
+  const std::uint64_t unit = is_chunked(*kind) ? static_cast<std::uint64_t>(n) : 1;
+  double most = 0;
+  for (std::uint64_t bytes : bench_sizes(o)) {
+    const std::uint64_t count = elements_of(*kind, o, n, bytes), chunk = count / unit;
+    // Every rank's buffers (the root's may differ), and one chunk each for
+    // the check's known inputs.
+    auto rank_bytes = [&](int me) {
+      double sum = static_cast<double>(chunk);
+      for (std::uint64_t e : layout(*kind, o, n, me, count, chunk).tensors) sum += static_cast<double>(e);
+      return sum * es;
+    };
+    const bool rooted = op_spec(*kind).rooted && n > 1;
+    const double all = rooted ? rank_bytes(o.root) + (n - 1) * rank_bytes((o.root + 1) % n) : n * rank_bytes(0);
+    most = std::max(most, all);
+  }
+  return most;
+}
+
+Task<void> bench_rank(Dist& c, const BenchOptions& o, RowSink on_row) {
+  const int n = c.world_size();
+  const int me = c.rank();
+  const std::size_t es = dtype_size(o.dtype);
+  const OpKind kind = *bench_op(o.op);
+  const bool no_data = moves_no_data(kind);
+  for (std::uint64_t want_bytes : bench_sizes(o)) {
+    const std::uint64_t count = elements_of(kind, o, n, want_bytes);
     const std::uint64_t unit = is_chunked(kind) ? static_cast<std::uint64_t>(n) : 1;
-    count -= count % unit;
     if (!no_data && count == 0) continue;
     const std::uint64_t chunk = count / unit;
     Buffers b = make_buffers(kind, o, n, me, count, chunk);
@@ -267,9 +333,9 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
     // beyond the core's own.
     for (int i = 0; i < o.warmup_iters; ++i) co_await dispatch(c, b.call);
     co_await c.barrier();
-    const Nanos t0 = c.executor().now();
+    const Nanos t0 = timestamp(c, o);
     for (int i = 0; i < iters; ++i) co_await dispatch(c, b.call);
-    const Nanos t1 = c.executor().now();
+    const Nanos t1 = timestamp(c, o);
     Tensor slowest(DType::kFloat64, {1});
     slowest.set(0, static_cast<double>(t1 - t0) / iters);
     co_await c.all_reduce(slowest, ReduceOp::kMax);
@@ -284,7 +350,7 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
       co_await c.all_reduce(total);
       wrong = total.get_int(0);
     }
-    if (me == 0 && rows) {
+    if (me == 0 && on_row) {
       BenchRow row;
       row.bytes = count * es;
       row.count = count;
@@ -294,13 +360,12 @@ Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* row
       row.algbw_GBps = secs > 0 ? static_cast<double>(row.bytes) / secs / 1e9 : 0;
       row.busbw_GBps = row.algbw_GBps * bus_factor(o.op, n);
       row.wrong = wrong;
-      rows->push_back(row);
+      on_row(row);
     }
   }
 }
 
-void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const std::string& what,
-                       const std::vector<BenchRow>& rows) {
+BenchTable::BenchTable(std::ostream& out, const BenchOptions& o, int n, const std::string& what) : out_(out), o_(o) {
   char line[256];
   out << "# collie bench: " << o.op << ", " << n << " ranks, " << what << "\n";
   const OpSpec& spec = op_spec(bench_op(o.op).value_or(OpKind::kBarrier));
@@ -312,24 +377,33 @@ void print_bench_table(std::ostream& out, const BenchOptions& o, int n, const st
   out << line;
   std::snprintf(line, sizeof line, "# %12s %12s %9s %7s %5s %11s %9s %9s %8s %6s\n", "(B)", "(elements)", "", "", "",
                 "(us)", "(GB/s)", "(GB/s)", "", "");
-  out << line;
+  out << line << std::flush;
+}
+
+void BenchTable::row(const BenchRow& r) {
+  const OpSpec& spec = op_spec(bench_op(o_.op).value_or(OpKind::kBarrier));
+  char line[256];
+  std::snprintf(line, sizeof line, "  %12llu %12llu %9s %7s %5d %11.2f %9.3f %9.3f %8s %6d\n",
+                static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
+                std::string(dtype_name(o_.dtype)).c_str(),
+                spec.reduce_op ? std::string(reduce_op_name(o_.reduce_op)).c_str() : "none", spec.rooted ? o_.root : -1,
+                r.time_us, r.algbw_GBps, r.busbw_GBps, r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str(), r.iters);
+  out_ << line << std::flush;
+  rows_.push_back(r);
+}
+
+void BenchTable::finish() {
   double sum = 0;
-  for (const BenchRow& r : rows) {
-    const bool rooted = spec.rooted;
-    std::snprintf(line, sizeof line, "  %12llu %12llu %9s %7s %5d %11.2f %9.3f %9.3f %8s %6d\n",
-                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
-                  std::string(dtype_name(o.dtype)).c_str(),
-                  spec.reduce_op ? std::string(reduce_op_name(o.reduce_op)).c_str() : "none", rooted ? o.root : -1,
-                  r.time_us, r.algbw_GBps, r.busbw_GBps, r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str(),
-                  r.iters);
-    out << line;
-    sum += r.busbw_GBps;
-  }
   std::int64_t wrong = 0;
-  for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.wrong, 0);
-  out << "# Out of bounds values : " << wrong << (wrong ? " FAILED" : " OK") << "\n";
-  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %.3f GB/s\n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
-  out << line << "#\n";
+  for (const BenchRow& r : rows_) {
+    sum += r.busbw_GBps;
+    wrong += std::max<std::int64_t>(r.wrong, 0);
+  }
+  out_ << "# Out of bounds values : " << wrong << (wrong ? " FAILED" : " OK") << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %.3f GB/s\n",
+                rows_.empty() ? 0.0 : sum / static_cast<double>(rows_.size()));
+  out_ << line << "#\n" << std::flush;
 }
 
 std::string rows_to_json(const std::vector<BenchRow>& rows) {
@@ -400,7 +474,7 @@ nlohmann::json bench_in_this_rank(Dist& dist, const nlohmann::json& options) {
   auto body = [](Dist& d, const BenchOptions& opts, std::vector<BenchRow>& out, std::exception_ptr& err,
                  bool& finished) -> Spawned {
     try {
-      co_await bench_rank(d, opts, &out);
+      co_await bench_rank(d, opts, [&out](const BenchRow& r) { out.push_back(r); });
     } catch (...) {
       err = std::current_exception();
     }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "core/algorithm.h"
 #include "core/dist.h"
 #include "core/dtype.h"
+#include "core/op.h"
 #include "core/reduce_op.h"
 #include "core/task.h"
 
@@ -50,6 +52,9 @@ struct BenchOptions {
   Algorithm algorithm = Algorithm::kAuto;
   int root = 0;
   bool check = true;  // verify one iteration's results per size
+  // Time with the host's steady clock instead of the executor's now(): for
+  // backends whose clock counts events, not time (BackendInfo::logical_clock).
+  bool wall_clock = false;
 };
 
 struct BenchRow {
@@ -66,12 +71,31 @@ struct BenchRow {
 // does not take, a root outside the world, sizes out of order).
 void validate(const BenchOptions& o, int world_size);
 
+// The sizes in bytes a table's rows ask for (--sizes, or min to max by the
+// step factor; one row of 0 for an op that moves no data), and how many
+// elements one of them holds for `kind` on n ranks (whole elements, whole
+// chunks of n for ops that cut their tensor into n): a row of 0 elements is
+// skipped.
+std::vector<std::uint64_t> bench_sizes(const BenchOptions& o);
+std::uint64_t elements_of(OpKind kind, const BenchOptions& o, int n, std::uint64_t bytes);
+
+// The bytes of the buffers every rank of a world of n holds together at the
+// table's largest row (each rank's operands, and one chunk for the check's
+// known inputs): what collie bench weighs against the memory guard
+// (core/memory_guard.h) before it allocates anything. The backend's own
+// buffers (messages in flight, an algorithm's scratch) come on top.
+double bench_memory_bytes(const BenchOptions& o, int world_size);
+
 // nccl-tests' bus-bandwidth factor for `op` at `n` ranks.
 double bus_factor(std::string_view op, int n);
 
+// Receives each row as rank 0 measures it.
+using RowSink = std::function<void(const BenchRow&)>;
+
 // Runs the benchmark on this rank; every rank of the world must call it with
-// the same options. On rank 0, `rows` receives one row per size.
-Task<void> bench_rank(Dist& c, const BenchOptions& o, std::vector<BenchRow>* rows);
+// the same options. On rank 0, `on_row` receives each row as soon as it is
+// measured, one per size (it may be empty).
+Task<void> bench_rank(Dist& c, const BenchOptions& o, RowSink on_row);
 
 // Runs bench_rank on `dist`'s rank to completion, with options as JSON
 // (bench_options_to_json); returns rank 0's rows as JSON (others: []).
@@ -85,9 +109,21 @@ BenchOptions bench_options_from_json(const nlohmann::json& j);
 std::string rows_to_json(const std::vector<BenchRow>& rows);
 std::vector<BenchRow> rows_from_json(const std::string& text);
 
-// The nccl-tests-style table, ending with the average bus bandwidth.
-// `what` is the header's description of the backend and world.
-void print_bench_table(std::ostream& out, const BenchOptions& o, int world_size, const std::string& what,
-                       const std::vector<BenchRow>& rows);
+// The nccl-tests-style table, printed as nccl-tests prints it: the header
+// at once, each row as it is measured (flushed, so that a long run shows
+// its progress), and at the end the out-of-bounds count and the average
+// bus bandwidth. `what` is the header's description of the backend and world.
+class BenchTable {
+ public:
+  BenchTable(std::ostream& out, const BenchOptions& o, int world_size, const std::string& what);  // the header
+  void row(const BenchRow& r);
+  void finish();  // the footer
+  const std::vector<BenchRow>& rows() const { return rows_; }
+
+ private:
+  std::ostream& out_;
+  const BenchOptions& o_;
+  std::vector<BenchRow> rows_;
+};
 
 }  // namespace collie::tools

@@ -50,9 +50,10 @@ int run_bench_command(BenchCommand& cmd);
 std::uint64_t parse_size(const std::string& text);
 
 // Runs the benchmark on every rank of an in-process backend (the simulator
-// by default) and returns rank 0's rows; throws Error when a rank fails.
+// by default) and returns rank 0's rows, each also given to `on_row` as it
+// is measured; throws Error when a rank fails.
 std::vector<BenchRow> bench_in_process(const BenchOptions& o, const std::string& backend, int nranks,
                                        std::uint64_t seed, const sim::NetworkModel& network,
-                                       std::uint64_t* events = nullptr);
+                                       std::uint64_t* events = nullptr, const RowSink& on_row = {});
 
 }  // namespace collie::tools

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "conformance/suite.h"
 #include "core/error.h"
 #include "scenario/loader.h"
+#include "scenario/program_checks.h"
 #include "scenario/runner.h"
 #include "scenario/search.h"
 #include "sim/faults.h"
@@ -46,12 +48,32 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitInvalid = 2;
 
-// Progress on stderr, only on a terminal and never with -q.
+// Progress on stderr, never with -q: on a terminal (`on`) one line
+// rewritten in place; elsewhere, with `lines` (a CI log of a long run),
+// whole lines -- when the part of `what` before its '/' changes (a
+// conformance feature) and at least every kLineEvery between.
 struct Progress {
+  static constexpr std::chrono::seconds kLineEvery{10};
   bool on = false;
+  bool lines = false;
+  mutable std::string last_group;
+  mutable std::chrono::steady_clock::time_point last_line{};
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
   void show(int i, int n, const std::string& what) const {
-    if (!on) return;
-    std::fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, what.c_str());
+    if (on) {
+      std::fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, what.c_str());
+      std::fflush(stderr);
+      return;
+    }
+    if (!lines) return;
+    const auto now = std::chrono::steady_clock::now();
+    const std::string group = what.substr(0, what.find('/'));
+    if (group == last_group && now - last_line < kLineEvery) return;
+    last_group = group;
+    last_line = now;
+    const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+    std::fprintf(stderr, "[%d/%d] %s (%lld s)\n", i + 1, n, what.c_str(), static_cast<long long>(elapsed));
     std::fflush(stderr);
   }
   void clear() const {
@@ -201,6 +223,24 @@ bool load_or_report(const std::string& file, collie::scenario::Scenario& out) {
   }
 }
 
+// Runs f(): bad input it finds on the way (a ScenarioError at the file, a
+// collie::Error of usage) is printed on stderr, after clearing the
+// progress line, and makes it false.
+template <typename F>
+bool accepted(const Progress& progress, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const collie::scenario::ScenarioError& e) {
+    progress.clear();
+    std::cerr << e.what() << "\n";
+  } catch (const collie::Error& e) {
+    progress.clear();
+    std::cerr << "collie: " << e.detail() << "\n";
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,7 +275,8 @@ int main(int argc, char** argv) {
   bool destructive = false;
   run->add_option("--fault", fault_args,
                   "inject a fault, e.g. drop:src=0,dst=1,nth=3  crash:rank=2,at_us=30  (docs/faults.md); repeatable");
-  auto* random_opt = run->add_option("--random-faults", random_faults, "add the random fault profile of this seed");
+  auto* random_opt = run->add_option("--random-faults", random_faults, "add the random fault profile of this seed")
+                         ->check(kWholeNumber);
   run->add_flag("--destructive", destructive, "with --random-faults: also drops, partitions and crashes");
   auto* timeout_opt = run->add_option("--timeout-us", timeout_us,
                                       "every op's timeout (virtual time on the simulator); on real backends a run "
@@ -264,7 +305,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> vfiles;
   int vworld = 0;
   validate->add_option("files", vfiles, "scenario files (YAML)")->required();
-  auto* vworld_opt = validate->add_option("--world", vworld, "check against this world size instead");
+  auto* vworld_opt = validate->add_option("--world", vworld, "check against this world size instead")
+                         ->check(CLI::Range(1, 1 << 20));
 
   // conformance
   auto* conf = app.add_subcommand("conformance", "run the conformance suite on a backend");
@@ -287,7 +329,7 @@ int main(int argc, char** argv) {
   double budget_s = 0, case_timeout_s = 120;
   conf->add_option("--case-timeout", case_timeout_s,
                    "wall-clock seconds one case may take on an in-process backend before the suite gives up on it "
-                   "(a transport that never returns control)")
+                   "(a transport that never returns control; default 120)")
       ->check(CLI::Range(0.001, 1e7));
   conf->add_option("--budget", budget_s,
                    "then keep generating deeper cases until this many seconds have passed")
@@ -323,17 +365,23 @@ int main(int argc, char** argv) {
   bool efaults = false;
   int everbose = 0;
   exp->add_option("file", efile, "scenario file")->required()->check(CLI::ExistingFile);
-  exp->add_option("--max-runs", emax, "bound on the number of runs (default 2000)");
+  std::vector<std::string> efault_args;
+  exp->add_option("--max-runs", emax, "bound on the number of runs (default 2000)")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
   exp->add_flag("--faults", efaults, "also try each single fault: a channel's first message dropped, a rank crashed");
-  exp->add_option("--schedule", eschedule, "replay one schedule (comma-separated choices, as reported)");
-  exp->add_option("--buffering", ebuffering, "with --schedule: configured, rendezvous or eager");
+  auto* eschedule_opt = exp->add_option("--schedule", eschedule, "replay one schedule (comma-separated choices, as reported)");
+  exp->add_option("--buffering", ebuffering, "with --schedule: configured, rendezvous or eager")
+      ->check(CLI::IsMember({"configured", "rendezvous", "eager"}))
+      ->needs(eschedule_opt);
+  exp->add_option("--fault", efault_args, "add this fault to every run, as collie run --fault does (docs/faults.md); repeatable")
+      ->allow_extra_args(false);
   exp->add_flag("-v,--verbose", everbose, "show each finding's full diagnosis");
 
   // launch
   auto* launch = app.add_subcommand("launch", "start N local processes of a program as one job (env:// rendezvous)");
   collie::tools::LaunchOptions lo;
   launch->add_option("-n,--nproc", lo.nprocs, "number of ranks")->required()->check(CLI::Range(1, 4096));
-  launch->add_option("--master-port", lo.master_port, "rank 0's rendezvous port (default: a free one)");
+  launch->add_option("--master-port", lo.master_port, "rank 0's rendezvous port, 1 to 65535 (default: a free one)")
+      ->check(CLI::Range(1, 65535));
   bool no_prefix = false;
   launch->add_flag("--no-prefix", no_prefix, "do not prefix output lines with the rank");
   std::string bind_to = "none";
@@ -399,6 +447,9 @@ int main(int argc, char** argv) {
         collie::scenario::LoadOverrides vo;
         if (*vworld_opt) vo.world = vworld;
         auto s = collie::scenario::load_file(f, vo);
+        // What run would refuse before its first op -- unless its memory
+        // guard refuses the run first (then run evaluates nothing either).
+        if (!collie::over_memory_guard(collie::scenario::memory_needed(s))) collie::scenario::check_values(s);
         std::cout << "ok " << f << " (" << s.name << ")\n";
       } catch (const collie::scenario::ScenarioError& e) {
         std::cout << e.what() << "\n";
@@ -495,17 +546,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       progress.show(static_cast<int>(i), static_cast<int>(scenarios.size()), scenarios[i].file);
       ScenarioResult r;
-      try {
-        r = collie::scenario::run_scenario(scenarios[i], ro);
-      } catch (const collie::scenario::ScenarioError& e) {
-        progress.clear();
-        std::cerr << e.what() << "\n";
-        return kExitInvalid;
-      } catch (const collie::Error& e) {
-        progress.clear();
-        std::cerr << "collie: " << e.detail() << "\n";
-        return kExitInvalid;
-      }
+      if (!accepted(progress, [&] { r = collie::scenario::run_scenario(scenarios[i], ro); })) return kExitInvalid;
       progress.clear();
       failed += r.passed || r.skipped ? 0 : 1;
       skipped += r.skipped ? 1 : 0;
@@ -544,13 +585,19 @@ int main(int argc, char** argv) {
     if (!load_or_report(ffile, s)) return kExitInvalid;
     collie::scenario::FuzzOptions fo;
     const auto dots = fseeds.find("..");
-    try {
-      fo.first_seed = std::stoull(fseeds.substr(0, dots));
-      fo.last_seed = dots == std::string::npos ? fo.first_seed : std::stoull(fseeds.substr(dots + 2));
-    } catch (const std::exception&) {
-      std::cerr << "collie: --seeds takes A..B, not '" << fseeds << "'\n";
+    // Whole numbers exactly: stoull reads "1e9" as 1 and "-1" as 2^64 - 1.
+    auto seed_of = [](const std::string& t) -> std::optional<std::uint64_t> {
+      if (t.empty() || t.size() > 19 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+      return std::stoull(t);
+    };
+    const auto first = seed_of(fseeds.substr(0, dots));
+    const auto last = dots == std::string::npos ? first : seed_of(fseeds.substr(dots + 2));
+    if (!first || !last) {
+      std::cerr << "collie: --seeds takes A..B (whole numbers), not '" << fseeds << "'\n";
       return kExitInvalid;
     }
+    fo.first_seed = *first;
+    fo.last_seed = *last;
     if (fo.last_seed < fo.first_seed) {
       std::cerr << "collie: --seeds " << fseeds << " is empty\n";
       return kExitInvalid;
@@ -562,7 +609,8 @@ int main(int argc, char** argv) {
     fo.progress = [&](std::uint64_t at, std::size_t done, std::size_t total) {
       progress.show(static_cast<int>(done), static_cast<int>(total), "seed " + std::to_string(at));
     };
-    const auto r = collie::scenario::fuzz(s, fo);
+    collie::scenario::FuzzResult r;
+    if (!accepted(progress, [&] { r = collie::scenario::fuzz(s, fo); })) return kExitInvalid;
     progress.clear();
     std::cout << "fuzz " << ffile << ": " << r.runs << " seeds (" << fseeds << ", "
               << (fdestructive ? "destructive" : "benign") << " fault profiles), " << r.failures.size() << " failed\n";
@@ -594,53 +642,63 @@ int main(int argc, char** argv) {
     collie::scenario::ExploreOptions eo;
     eo.max_runs = emax;
     eo.with_faults = efaults;
-    if (!eschedule.empty()) {
-      std::stringstream ss(eschedule);
-      std::string c;
-      while (std::getline(ss, c, ',')) {
-        try {
-          eo.schedule.push_back(std::stoi(c));
-        } catch (const std::exception&) {
-          std::cerr << "collie: --schedule takes comma-separated choices, not '" << eschedule << "'\n";
-          return kExitInvalid;
-        }
-      }
-      if (ebuffering == "rendezvous") eo.base.eager_threshold_bytes = 0;
-      else if (ebuffering == "eager") eo.base.eager_threshold_bytes = std::numeric_limits<std::size_t>::max();
-      else if (!ebuffering.empty() && ebuffering != "configured") {
-        std::cerr << "collie: --buffering is configured, rendezvous or eager\n";
+    for (const auto& f : efault_args) {
+      if (auto err = collie::sim::parse_fault(f, eo.base.extra_faults)) {
+        std::cerr << "collie: --fault: " << *err << "\n";
         return kExitInvalid;
       }
     }
-    const auto r = collie::scenario::explore(s, eo);
-    std::cout << "explore " << efile << ": " << r.runs << " run" << (r.runs == 1 ? "" : "s") << "; "
-              << (eo.schedule.empty() ? (r.exhausted ? "the space was exhausted (every delivery order, 3 buffering modes"
-                                                          + std::string(efaults ? ", single faults" : "") + ")"
-                                                    : "stopped at the bound (--max-runs " + std::to_string(emax) +
-                                                          "): the space was not exhausted")
-                                      : std::string("one schedule replayed"))
-              << "\n";
-    std::cout << (r.findings.empty() ? "no deadlock or failure found\n"
+    eo.base.fault_args = efault_args;
+    if (*eschedule_opt) {
+      std::stringstream ss(eschedule);
+      std::string c;
+      while (std::getline(ss, c, ',')) {
+        if (c.empty() || c.size() > 9 || c.find_first_not_of("0123456789") != std::string::npos) {
+          std::cerr << "collie: --schedule takes comma-separated choices (numbers from 0), not '" << eschedule << "'\n";
+          return kExitInvalid;
+        }
+        eo.schedule.push_back(std::stoi(c));
+      }
+      if (eo.schedule.empty()) eo.schedule.push_back(0);
+      if (ebuffering == "rendezvous") eo.buffering = collie::scenario::Buffering::kRendezvous;
+      else if (ebuffering == "eager") eo.buffering = collie::scenario::Buffering::kEager;
+    }
+    collie::scenario::ExploreResult r;
+    if (!accepted(Progress{}, [&] { r = collie::scenario::explore(s, eo); })) return kExitInvalid;
+    // What was covered, in numbers; a search that stopped at the bound
+    // says so, and what it found is then only what it found.
+    std::cout << "explore " << efile << ": ";
+    if (!eo.schedule.empty()) {
+      std::cout << "one schedule replayed ("
+                << (eo.buffering == collie::scenario::Buffering::kConfigured ? "buffering as configured"
+                                                                            : "every send " + ebuffering)
+                << (efault_args.empty() ? "" : ", with the --fault given") << ")\n";
+    } else {
+      std::cout << r.schedules << " schedule" << (r.schedules == 1 ? "" : "s") << " under 3 buffering modes";
+      if (efaults) std::cout << ", " << r.fault_placements << " of " << r.fault_placements_total << " fault placements";
+      std::cout << "; " << (r.exhausted ? "the space was exhausted" : "not exhaustive: stopped at the bound (--max-runs " + std::to_string(emax) + ")") << "\n";
+    }
+    std::cout << (r.findings.empty() ? std::string(eo.schedule.empty() && !r.exhausted
+                                                       ? "no deadlock or failure found in what was covered\n"
+                                                       : "no deadlock or failure found\n")
                                      : std::to_string(r.findings.size()) + " distinct failure" +
                                            (r.findings.size() == 1 ? "" : "s") + ":\n");
-    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+    constexpr std::size_t kShown = 20;
+    for (std::size_t i = 0; i < r.findings.size() && i < kShown; ++i) {
       const auto& f = r.findings[i];
       std::cout << "  [" << i + 1 << "] " << f.signature << "\n      under: " << f.mode << "\n";
-      std::string sched;
-      for (std::size_t k = 0; k < f.schedule.size(); ++k) sched += (k ? "," : "") + std::to_string(f.schedule[k]);
       for (std::size_t k = 0; k < f.choices.size(); ++k)
         if (f.schedule[k] != 0) std::cout << "      choice " << k + 1 << ": " << f.choices[k] << "\n";
-      const char* buffering = f.mode.rfind("every send rendezvous", 0) == 0 ? " --buffering rendezvous"
-                              : f.mode.rfind("every send eager", 0) == 0   ? " --buffering eager"
-                                                                            : "";
-      std::cout << "      replay: collie explore " << efile << " --schedule " << (sched.empty() ? "0" : sched)
-                << buffering << " -v\n";
+      std::cout << "      replay: " << collie::scenario::explore_replay(efile, f) << "\n";
       if (everbose) {
         std::istringstream lines(f.result.detail);
         std::string l;
-        while (std::getline(lines, l)) std::cout << "      | " << l << "\n";
+        int n = 0;
+        while (std::getline(lines, l) && n++ < 200) std::cout << "      | " << l << "\n";
+        if (n > 200) std::cout << "      | ... (cut at 200 lines)\n";
       }
     }
+    if (r.findings.size() > kShown) std::cout << "  ... and " << r.findings.size() - kShown << " more\n";
     return r.findings.empty() ? kExitOk : kExitFailed;
   }
 
@@ -670,6 +728,7 @@ int main(int argc, char** argv) {
     so.seed = cseed;
     Progress progress;
     progress.on = !cquiet && isatty(STDERR_FILENO);
+    progress.lines = !cquiet && !progress.on;  // a CI log shows life during a long suite
     so.progress = [&](int i, int n, const std::string& what) { progress.show(i, n, what); };
     collie::conformance::SuiteResult r;
     try {

@@ -1,16 +1,35 @@
 # Runs CMD (a ;-list) and fails unless it exits with RC and, when given, its
-# output contains every entry of CONTAINS (a ;-list). With REQUIRES (mpi or
-# torch) it first asks `collie backends` (CMD's first word is collie) whether
-# that backend is available here; if not it prints "SKIPPED: <why>" and
-# stops, which the test's SKIP_REGULAR_EXPRESSION turns into a visible skip.
+# output contains every entry of CONTAINS (a ;-list). With REQUIRES (mpi,
+# torch (gloo), torch:NAME, or any backend `collie backends` lists) it first asks `collie
+# backends` (CMD's first word is collie) whether that backend is available
+# here; if not it prints "SKIPPED: <why>" and stops, which the test's
+# SKIP_REGULAR_EXPRESSION turns into a visible skip. REQUIRES !NAME skips
+# where NAME is available (a test of what happens without it).
 # With TWICE it runs CMD again and fails unless stdout is the same bytes.
 if(REQUIRES)
   list(GET CMD 0 collie)
   execute_process(COMMAND ${collie} backends OUTPUT_VARIABLE backends ERROR_VARIABLE backends_err)
-  if(REQUIRES STREQUAL "torch")
+  if(REQUIRES MATCHES "^torch(:(.*))?$")
+    set(torch_backend "${CMAKE_MATCH_2}")
+    if(NOT torch_backend)
+      set(torch_backend gloo)
+    endif()
     string(REGEX MATCH "torch:NAME\n[^\n]*\n[^\n]*\n    here: ([^\n]*)" m "${backends}")
-    if(NOT CMAKE_MATCH_1 MATCHES "^torch .*gloo yes")
-      message("SKIPPED: torch.distributed with gloo is not available here: ${CMAKE_MATCH_1}")
+    if(NOT CMAKE_MATCH_1 MATCHES "^torch .*${torch_backend} yes")
+      message("SKIPPED: torch.distributed with ${torch_backend} is not available here: ${CMAKE_MATCH_1}")
+      return()
+    endif()
+    # torch's nccl needs a GPU as well: the cuda backend says whether there is one.
+    string(REGEX MATCH "(^|\n)cuda\n[^\n]*\n[^\n]*\n    not available here: ([^\n]*)" m "${backends}")
+    if(torch_backend STREQUAL "nccl" AND m)
+      message("SKIPPED: torch:nccl needs a GPU: ${CMAKE_MATCH_2}")
+      return()
+    endif()
+  elseif(REQUIRES MATCHES "^!(.*)")
+    set(absent "${CMAKE_MATCH_1}")
+    string(REGEX MATCH "(^|\n)${absent}\n[^\n]*\n[^\n]*\n    not available here: ([^\n]*)" m "${backends}")
+    if(NOT m)
+      message("SKIPPED: backend ${absent} is available here; this test is of a machine without it")
       return()
     endif()
   else()

@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <chrono>
+
 #include "core/error.h"
 
 #if COLLIE_WITH_CUDA_RUNTIME
@@ -75,6 +77,50 @@ std::unique_ptr<CudaWorld> make_cuda_backend(const CudaBackendSpec& spec, const 
   wo.world_size = options.world_size;
   wo.bug = spec.transport_bug;
   return std::make_unique<CudaWorld>(std::move(runtime), wo);
+}
+
+double device_copy_rate_GBps(const CudaBackendSpec& spec, std::size_t bytes, int iters, std::uint64_t seed) {
+  BackendOptions o;
+  o.world_size = 1;
+  o.seed = seed;
+  const std::unique_ptr<CudaWorld> world = make_cuda_backend(spec, o);
+  DeviceRuntime& rt = world->runtime();
+  const Stream s = rt.create_stream(0);
+  const Event done = rt.create_event(0);
+  void* a = rt.allocate(bytes, s);
+  void* b = rt.allocate(bytes, s);
+  rt.copy(a, b, bytes, s);  // first touch, untimed
+  rt.record(done, s);
+  rt.synchronize(done);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) rt.copy(i % 2 ? a : b, i % 2 ? b : a, bytes, s);
+  rt.record(done, s);
+  rt.synchronize(done);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rt.free(a, s);
+  rt.free(b, s);
+  rt.record(done, s);
+  rt.synchronize(done);
+  rt.destroy_event(done);
+  return seconds > 0 ? static_cast<double>(bytes) * iters / seconds / 1e9 : 0.0;
+}
+
+std::vector<BackendInfo> make_cuda_backends() {
+  std::vector<BackendInfo> out;
+  for (const std::string& name : cuda_backend_names()) {
+    const CudaBackendSpec spec = *parse_cuda_backend(name);
+    BackendInfo info;
+    info.name = name;
+    info.description = cuda_backend_description(spec);
+    info.selection = "--backend " + name;
+    info.unavailable = [spec] { return cuda_backend_unavailable(spec); };
+    info.logical_clock = true;
+    info.create = [spec](const BackendOptions& o) -> std::unique_ptr<InProcessBackend> {
+      return make_cuda_backend(spec, o);
+    };
+    out.push_back(std::move(info));
+  }
+  return out;
 }
 
 }  // namespace collie::cuda

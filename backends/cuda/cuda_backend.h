@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/backend_info.h"
 #include "backends/cuda/cuda_transport.h"
 #include "backends/cuda/host_runtime.h"
 
@@ -49,5 +50,14 @@ std::optional<std::string> cuda_backend_unavailable(const CudaBackendSpec& spec)
 // HostRuntime is seeded with options.seed. Throws Error(kUsage) where
 // cuda_backend_unavailable() says why not.
 std::unique_ptr<CudaWorld> make_cuda_backend(const CudaBackendSpec& spec, const BackendOptions& options);
+
+// The rate of the runtime's own device-to-device copies of `bytes` on
+// device 0 (the ceiling a rank's bus bandwidth is read against), in 10^9
+// bytes per second of the host's clock: `iters` copies queued on one
+// stream, then one synchronisation. Throws as make_cuda_backend().
+double device_copy_rate_GBps(const CudaBackendSpec& spec, std::size_t bytes, int iters, std::uint64_t seed);
+
+// Every backend above as the registry lists it (backends/builtin_backends.cpp).
+std::vector<BackendInfo> make_cuda_backends();
 
 }  // namespace collie::cuda

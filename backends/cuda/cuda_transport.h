@@ -77,6 +77,9 @@ class CudaWorld final : public InProcessBackend {
   bool can_crash() const override { return true; }
   void crash(int rank, const std::string& why) override;
   bool crashed(int rank) const override;
+  // Ranks take device tensors only: rank programs get a HostTensorDist
+  // (host_tensor_dist.h) over their Communicator.
+  std::unique_ptr<Dist> host_tensor_dist(Communicator& rank) override;
 
   int world_size() const;
   DeviceRuntime& runtime();

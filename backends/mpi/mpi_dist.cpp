@@ -76,50 +76,27 @@ int count_of(const TensorView& t) {
 
 // ---- MpiExecutor -------------------------------------------------------------
 
-Nanos MpiExecutor::now() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
-}
-
 void MpiExecutor::watch(MPI_Request request, std::function<void(const MPI_Status&)> then) {
   requests_.push_back(request);
   thens_.push_back(std::move(then));
 }
 
-bool MpiExecutor::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
-  for (;;) {
-    while (!ready_.empty()) {
-      auto h = ready_.front();
-      ready_.pop_front();
-      h.resume();
-    }
-    if (done()) return true;
-    while (!timers_.empty() && timers_.begin()->first <= now()) {
-      ready_.push_back(timers_.begin()->second);
-      timers_.erase(timers_.begin());
-    }
-    if (!ready_.empty()) continue;
-    if (deadline && now() >= *deadline) return false;
-    if (requests_.empty()) {
-      if (timers_.empty())
-        throw Error(ErrorKind::kDeadlock, OpContext{}, "nothing can complete: no MPI request is outstanding");
-      std::this_thread::sleep_for(std::chrono::nanoseconds(timers_.begin()->first - now()));
-      continue;
-    }
-    int index = MPI_UNDEFINED;
-    MPI_Status status{};
-    status.MPI_ERROR = MPI_SUCCESS;
-    const int rc = MPI_Waitany(static_cast<int>(requests_.size()), requests_.data(), &index, &status);
-    if (index == MPI_UNDEFINED || index < 0) {
-      if (rc != MPI_SUCCESS)
-        throw Error(ErrorKind::kTransport, OpContext{}, "MPI_Waitany: " + mpi_error(rc));
-      continue;
-    }
-    if (rc != MPI_SUCCESS && status.MPI_ERROR == MPI_SUCCESS) status.MPI_ERROR = rc;
-    auto then = std::move(thens_[static_cast<std::size_t>(index)]);
-    requests_.erase(requests_.begin() + index);
-    thens_.erase(thens_.begin() + index);
-    then(status);
+bool MpiExecutor::progress() {
+  if (requests_.empty()) return false;
+  int index = MPI_UNDEFINED;
+  MPI_Status status{};
+  status.MPI_ERROR = MPI_SUCCESS;
+  const int rc = MPI_Waitany(static_cast<int>(requests_.size()), requests_.data(), &index, &status);
+  if (index == MPI_UNDEFINED || index < 0) {
+    if (rc != MPI_SUCCESS) throw Error(ErrorKind::kTransport, OpContext{}, "MPI_Waitany: " + mpi_error(rc));
+    return true;
   }
+  if (rc != MPI_SUCCESS && status.MPI_ERROR == MPI_SUCCESS) status.MPI_ERROR = rc;
+  auto then = std::move(thens_[static_cast<std::size_t>(index)]);
+  requests_.erase(requests_.begin() + index);
+  thens_.erase(thens_.begin() + index);
+  then(status);
+  return true;
 }
 
 // ---- MpiDist -----------------------------------------------------------------
@@ -128,12 +105,7 @@ MpiDist::MpiDist(MPI_Comm world) : world_comm_(world) {
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
   MPI_Comm_rank(world, &rank_);
   MPI_Comm_size(world, &world_size_);
-  auto w = std::make_shared<GroupState>();
-  w->id = 0;
-  w->members = world_members(world_size_, &w->digest);
-  w->my_rank = rank_;
-  w->name = "world";
-  world_group_ = Group(std::move(w));
+  world_group_ = Group(world_group_state(world_size_, rank_));
   comms_[0] = Comm{world, world_group_.state()->members};
   MPI_Comm_dup(world, &comms_[0].monitor);
   MPI_Comm_set_errhandler(comms_[0].monitor, MPI_ERRORS_RETURN);
@@ -163,14 +135,7 @@ void MpiDist::free_groups() {
 
 Group MpiDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
   ranks = new_group_members(std::move(ranks), world_size_, rank_);
-  auto g = std::make_shared<GroupState>();
-  g->id = ++groups_;
-  g->members = std::make_shared<const std::vector<int>>(ranks);
-  g->digest = group_digest(ranks);
-  const auto at = std::find(ranks.begin(), ranks.end(), rank_);
-  g->my_rank = at == ranks.end() ? -1 : static_cast<int>(at - ranks.begin());
-  g->name = name.empty() ? default_group_name(g->id, ranks) : std::move(name);
-  g->timeout_ns = timeout_ns;
+  auto g = new_group_state(++groups_, ranks, rank_, timeout_ns, std::move(name));
   Comm c{MPI_COMM_NULL, g->members};
   if (g->my_rank >= 0) {
     MPI_Group world_group, group;

@@ -46,26 +46,22 @@
 #include <vector>
 
 #include "core/dist.h"
+#include "core/library_executor.h"
 
 namespace collie::mpi {
 
 // Blocks in MPI_Waitany for the requests of async ops.
-class MpiExecutor final : public Executor {
+class MpiExecutor final : public LibraryExecutor {
  public:
-  void schedule(std::coroutine_handle<> h) override { ready_.push_back(h); }
-  void schedule_at(Nanos when, std::coroutine_handle<> h) override { timers_.emplace(when, h); }
-  bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
-  Nanos now() const override;
-
   // Watches `request`; when it completes, `then(status)` runs (it finishes a Work).
   void watch(MPI_Request request, std::function<void(const MPI_Status&)> then);
 
  private:
-  std::deque<std::coroutine_handle<>> ready_;
-  std::multimap<Nanos, std::coroutine_handle<>> timers_;
+  bool progress() override;
+  std::string deadlock_text() const override { return "no MPI request is outstanding"; }
+
   std::vector<MPI_Request> requests_;
   std::vector<std::function<void(const MPI_Status&)>> thens_;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 class MpiDist final : public Dist {

@@ -15,6 +15,10 @@
 // with mac = hex(HMAC-SHA256(COLLIE_JOB_TOKEN, "collie op worker " + nonce +
 // " " + R)). The controller reads at most kMaxUnauthenticatedBytes before
 // the mac checks, and refuses a rank it already has or one out of range.
+// Rank 0's hello may carry "bootstrap":TEXT (a secret the library's ranks
+// must share before they can talk: NCCL's unique id); then, once every rank
+// has joined, the controller first sends each rank
+//   {"t":"welcome","bootstrap":TEXT}
 //
 // Controller -> worker (a worker executes them in order):
 //   {"t":"begin","timeout_ns":T}   a run starts: the last run's groups and

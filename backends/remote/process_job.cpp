@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "backends/remote/op_protocol.h"
@@ -196,6 +197,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   bool reusable_ = true;
   bool in_run_ = false;
   std::string implementation_;
+  std::optional<std::string> bootstrap_;  // rank 0's hello's, handed to every rank once all joined
   std::map<int, json> bench_answers_;
   std::uint64_t run_number_ = 0;
   Nanos run_started_ = 0;
@@ -298,6 +300,11 @@ void ProcessJob::start() {
   for (RankLink& r : ranks_) {
     r.reader.set_limits(kMaxHeaderBytes, std::size_t{1} << 40);
     ::fcntl(r.fd, F_SETFL, ::fcntl(r.fd, F_GETFL) | O_NONBLOCK);
+    // Rank 0's bootstrap (NCCL's unique id) to every rank, before anything else.
+    if (bootstrap_) {
+      queue(r, json{{"t", "welcome"}, {"bootstrap", *bootstrap_}}, {});
+      flush(r);
+    }
   }
 }
 
@@ -341,6 +348,7 @@ void ProcessJob::handshake(int fd, std::map<int, MessageReader>& readers, std::m
   r.pid = h.value("pid", -1);
   r.host = h.value("host", "");
   if (rank == 0) implementation_ = h.value("library", spec_.backend);
+  if (rank == 0 && h.contains("bootstrap") && h["bootstrap"].is_string()) bootstrap_ = h["bootstrap"].get<std::string>();
   readers.erase(fd);
   nonces.erase(fd);
 }

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dist.h"
+#include "core/call_dist.h"
 #include "core/op.h"
 #include "core/op_info.h"
 
@@ -39,7 +39,7 @@ class RankChannel {
   virtual Nanos default_timeout_ns() const = 0;
 };
 
-class RemoteDist final : public Dist {
+class RemoteDist final : public CallDist {
  public:
   RemoteDist(RankChannel& job, int rank, int world);
 
@@ -49,34 +49,11 @@ class RemoteDist final : public Dist {
   Group world() const override { return world_group_; }
   Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override;
 
-  Work send(TensorView t, int dst, int tag, const Group& g) override;
-  Work isend(TensorView t, int dst, int tag, const Group& g) override;
-  Work recv(TensorView t, int src, int tag, const Group& g) override;
-  Work irecv(TensorView t, int src, int tag, const Group& g) override;
-  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override;
-  Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override;
-  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override;
-  Work scatter(TensorView out, int src, std::span<const TensorView> list, const Group& g,
-               CollectiveOptions o) override;
-  Work gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override;
-  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override;
-  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g, CollectiveOptions o) override;
-  Work reduce_scatter(TensorView out, std::span<const TensorView> list, ReduceOp op, const Group& g,
-                      CollectiveOptions o) override;
-  Work reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op, const Group& g, CollectiveOptions o) override;
-  Work all_to_all(std::span<const TensorView> out, std::span<const TensorView> in, const Group& g,
-                  CollectiveOptions o) override;
-  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
-                         std::span<const std::size_t> in_splits, const Group& g, CollectiveOptions o) override;
-  Work barrier(const Group& g, CollectiveOptions o) override;
-  Work monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) override;
-  Work batch_isend_irecv(std::span<const P2POp> ops, const Group& g) override;
   std::vector<std::string> describe_pending() const override { return job_.pending_of(rank_); }
 
  private:
-  Work p2p(bool is_send, bool async, TensorView t, int peer, int tag, const Group& g);
   // Sends `c` to the rank's process.
-  Work call(DistCall c);
+  Work call(DistCall c) override;
 
   RankChannel& job_;
   int rank_;

@@ -30,8 +30,8 @@ class Server {
  public:
   Server(Dist& dist, int fd, const WorkerHooks& hooks) : d_(dist), fd_(fd), hooks_(hooks) {}
 
-  int serve() {
-    MessageReader reader;
+  // `reader` may hold bytes that followed the handshake.
+  int serve(MessageReader reader) {
     for (;;) {
       Message m = read_message(fd_, reader);
       const std::string t = m.head.value("t", "");
@@ -192,15 +192,24 @@ int serve_ops(Dist& dist, const std::string& library, const WorkerHooks& hooks) 
     const std::string nonce = challenge.head.value("nonce", "");
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    write_message(fd, json{{"t", "hello"},
-                           {"rank", dist.rank()},
-                           {"world", dist.world_size()},
-                           {"pid", static_cast<int>(::getpid())},
-                           {"host", host},
-                           {"library", library},
-                           {"mac", hello_mac(token ? token : "", nonce, dist.rank())}});
+    json hello{{"t", "hello"},
+               {"rank", dist.rank()},
+               {"world", dist.world_size()},
+               {"pid", static_cast<int>(::getpid())},
+               {"host", host},
+               {"library", library},
+               {"mac", hello_mac(token ? token : "", nonce, dist.rank())}};
+    if (hooks.bootstrap && dist.rank() == 0) hello["bootstrap"] = hooks.bootstrap();
+    write_message(fd, hello);
+    MessageReader commands;
+    if (hooks.joined) {
+      const Message welcome = read_message(fd, commands);
+      if (welcome.head.value("t", "") != "welcome")
+        protocol_error("'" + welcome.head.value("t", "") + "' before the welcome that carries rank 0's bootstrap");
+      hooks.joined(welcome.head.value("bootstrap", ""));
+    }
     Server server(dist, fd, hooks);
-    const int rc = server.serve();
+    const int rc = server.serve(std::move(commands));
     ::close(fd);
     return rc;
   } catch (const std::exception& e) {

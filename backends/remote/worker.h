@@ -18,6 +18,14 @@ struct WorkerHooks {
   // A run begins ({"t":"begin"}): the last run's groups are being dropped.
   std::function<void()> begin_run;
 
+  // A library whose ranks must share a secret before they can talk (NCCL's
+  // unique id): rank 0's `bootstrap()` rides in its hello; once every rank
+  // has joined, the controller hands it to every rank, whose `joined(text)`
+  // runs before the first command (the communicator's collective set-up).
+  // Both empty: no bootstrap.
+  std::function<std::string()> bootstrap;
+  std::function<void(const std::string& bootstrap)> joined;
+
   // Runs collie bench's timed loop on this rank ({"t":"bench"}); returns
   // the rows (rank 0) as JSON. Empty: bench is refused.
   std::function<nlohmann::json(Dist& dist, const nlohmann::json& options)> bench;

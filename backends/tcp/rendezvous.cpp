@@ -190,6 +190,14 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
     ++replies_in_flight;
     asio::async_write(*c->s, asio::buffer(*b), [&](const asio::error_code&, std::size_t) { --replies_in_flight; });
   };
+  // Why each rank that registered was refused (its last refusal): rank 0's
+  // own error names it beside the missing ranks, so that a wrong job token
+  // is not just "missing: 2".
+  std::map<int, std::string> refused;
+  auto refuse = [&](const std::shared_ptr<Conn>& c, int r, const std::string& why) {
+    refused[r] = why;
+    reply(c, false, why);
+  };
   std::function<void()> accept_next = [&] {
     auto c = std::make_shared<Conn>();
     c->s = std::make_shared<asio::ip::tcp::socket>(io);
@@ -207,16 +215,16 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
                                      std::to_string(kVersion));
         const int r = got->rank, w = got->world;
         if (!verify(token, kRegisterProof, concat(c->challenge, c->reg), c->proof))
-          return reply(c, false, "rank " + std::to_string(r) +
-                                     " did not prove the job token: this port belongs to another job, or "
-                                     "COLLIE_JOB_TOKEN differs");
+          return refuse(c, r, "rank " + std::to_string(r) +
+                                  " did not prove the job token: this port belongs to another job, or "
+                                  "COLLIE_JOB_TOKEN differs");
         if (got->port == 0 || got->port > 65535)
-          return reply(c, false, "rank " + std::to_string(r) + " announced data port " + std::to_string(got->port) +
-                                     ", not a TCP port");
+          return refuse(c, r, "rank " + std::to_string(r) + " announced data port " + std::to_string(got->port) +
+                                  ", not a TCP port");
         const auto p = static_cast<std::uint16_t>(got->port);
         if (w != world)
-          return reply(c, false, "rank " + std::to_string(r) + " says the world has " + std::to_string(w) +
-                                     " ranks, rank 0 says " + std::to_string(world));
+          return refuse(c, r, "rank " + std::to_string(r) + " says the world has " + std::to_string(w) +
+                                  " ranks, rank 0 says " + std::to_string(world));
         if (r <= 0 || r >= world) return reply(c, false, "rank " + std::to_string(r) + " is not a rank of this job");
         if (joined.count(r)) return reply(c, false, "rank " + std::to_string(r) + " joined twice");
         asio::error_code e3;
@@ -235,6 +243,8 @@ Membership as_master(asio::io_context& io, const std::string& addr, std::uint16_
       if (!joined.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     body = std::to_string(joined.size() + 1) + "/" + std::to_string(world) + " ranks joined within " + seconds(timeout) +
            "; missing: " + missing;
+    for (const auto& [r, why] : refused)
+      if (!joined.count(r)) body += "; refused: " + why;
   } else {
     try {
       body = encode_address_table(m.peers);

@@ -414,6 +414,17 @@ TEST(Rendezvous, AWrongWorldSizeIsRefusedAndTheMissingRankNamed) {
   EXPECT_NE(a.find("1/2 ranks joined within 1 s; missing: 1"), std::string::npos) << a;
 }
 
+// A rank refused for a wrong job token was only "missing: 1" in rank 0's
+// error: rank 0 now says why it refused it.
+TEST(Rendezvous, ARankRefusedForAWrongJobTokenIsNamedSoByRankZero) {
+  auto [a, b] = rendezvous_pair(2, 1, 2, "job-b", 29902);
+  EXPECT_NE(b.find("rank 1 did not prove the job token"), std::string::npos) << b;
+  EXPECT_NE(a.find("1/2 ranks joined within 1 s; missing: 1; refused: rank 1 did not prove the job token: this port "
+                   "belongs to another job, or COLLIE_JOB_TOKEN differs"),
+            std::string::npos)
+      << a;
+}
+
 // A rendezvous reply claiming a 4 GB length was allocated before its MAC
 // was checked.
 TEST(Rendezvous, AReplyLongerThanAnyAddressTableIsRefusedBeforeItIsRead) {

@@ -68,7 +68,31 @@ ELEMENT_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8":
 # An error raised at the call whose message says the library lacks the op,
 # dtype or reduce op: the case is skipped with that reason, never passed.
 UNSUPPORTED = re.compile(r"not supported|unsupported|no support|does not support|cannot use reduceop|"
-                         r"not implemented|notimplemented|invalid scalar type", re.IGNORECASE)
+                         r"not implemented|notimplemented|invalid scalar type|"
+                         # NCCL refuses two ranks on one GPU: a world larger than the GPUs present
+                         r"duplicate GPU detected", re.IGNORECASE)
+
+# Where a rank's tensors live: None (the host) unless the backend needs
+# device tensors (nccl, or COLLIE_TORCH_DEVICE=cuda): then cuda:LOCAL_RANK,
+# and outputs are copied back to the host for the controller's checks.
+DEVICE = None
+
+
+def device_for(backend):
+    want = os.environ.get("COLLIE_TORCH_DEVICE") or ("cuda" if backend == "nccl" else "cpu")
+    if want == "cpu":
+        return None
+    if not torch.cuda.is_available():
+        fail_start("torch.distributed's '%s' backend needs CUDA tensors and torch sees no CUDA device here" % backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local % torch.cuda.device_count())
+    return torch.device("cuda", local % torch.cuda.device_count())
+
+
+def synchronize():
+    """Waits for the rank's device work (wall-clock timing of asynchronous NCCL calls)."""
+    if DEVICE is not None:
+        torch.cuda.synchronize(DEVICE)
 
 
 def reduce_op(name):
@@ -85,12 +109,13 @@ def reduce_op(name):
 def to_tensor(spec, blob):
     dtype = DTYPES[spec["dtype"]]
     if spec["count"] == 0:
-        return torch.empty(0, dtype=dtype)
-    return torch.frombuffer(bytearray(blob), dtype=dtype).clone()
+        return torch.empty(0, dtype=dtype, device=DEVICE)
+    t = torch.frombuffer(bytearray(blob), dtype=dtype).clone()
+    return t if DEVICE is None else t.to(DEVICE)
 
 
 def to_bytes(t):
-    t = t.contiguous()
+    t = t.detach().cpu().contiguous()
     if t.numel() == 0:
         return b""
     return t.view(torch.uint8).numpy().tobytes()
@@ -388,6 +413,7 @@ def bench_expected_reduction(o, world, n, phase=0):
 
 
 def count_wrong(got, want):
+    got = got.cpu()
     return int((got.view(torch.uint8).reshape(got.numel(), -1) !=
                 want.view(torch.uint8).reshape(want.numel(), -1)).any(dim=1).sum().item()) if got.numel() else 0
 
@@ -418,9 +444,9 @@ def bench(rank, world, o):
             continue
         chunk = count // unit if op in CHUNKED_OPS else count
         whole_input = op in ("reduce_scatter", "all_to_all")
-        main = torch.zeros(count if whole_input else chunk, dtype=dtype)
-        recv = torch.zeros(count if op == "all_to_all" else chunk, dtype=dtype)
-        lst = [torch.zeros(chunk, dtype=dtype) for _ in range(world)] \
+        main = torch.zeros(count if whole_input else chunk, dtype=dtype, device=DEVICE)
+        recv = torch.zeros(count if op == "all_to_all" else chunk, dtype=dtype, device=DEVICE)
+        lst = [torch.zeros(chunk, dtype=dtype, device=DEVICE) for _ in range(world)] \
             if op == "all_gather" or (op in ("scatter", "gather") and rank == root) else None
 
         def once():
@@ -451,11 +477,13 @@ def bench(rank, world, o):
         for _ in range(o.get("warmup_iters", 5)):
             once()
         dist.barrier()
+        synchronize()
         t0 = time.perf_counter_ns()
         for _ in range(iters):
             once()
+        synchronize()
         t1 = time.perf_counter_ns()
-        slowest = torch.tensor([(t1 - t0) / iters], dtype=torch.float64)
+        slowest = torch.tensor([(t1 - t0) / iters], dtype=torch.float64, device=DEVICE)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         wrong = -1
         if o.get("check", True) and op != "barrier":
@@ -483,7 +511,7 @@ def bench(rank, world, o):
                           for r in range(world))
             elif op == "all_gather" or (op == "gather" and rank == root):
                 bad = sum(count_wrong(lst[r], bench_input(o, r, chunk)) for r in range(world))
-            total = torch.tensor([bad], dtype=torch.int64)
+            total = torch.tensor([bad], dtype=torch.int64, device=DEVICE)
             dist.all_reduce(total)
             wrong = int(total.item())
         if rank == 0:
@@ -544,6 +572,8 @@ def main():
     if backend in availability and not availability[backend]():
         fail_start("torch %s at %s was built without the '%s' backend" % (torch.__version__, sys.executable, backend))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    global DEVICE
+    DEVICE = device_for(backend)
     timeout = datetime.timedelta(microseconds=int(os.environ.get("COLLIE_TIMEOUT_NS", "1800000000000")) / 1000.0)
     try:
         start_process_group(backend, rank, world, timeout)

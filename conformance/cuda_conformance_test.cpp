@@ -6,10 +6,6 @@
 // seeds and three world setups; and the conformance suite itself (scenarios
 // and generated cases, crashes aside) on cuda:host, which must pass, and on
 // each broken runtime, which must fail.
-//
-// Layering: this test reads conformance/, a layer above backends/; it sits
-// here while conformance/ is being reworked and belongs there (a git mv and
-// its CMake lines), next to the suite's own tests.
 #include "backends/cuda/cuda_transport.h"
 
 #include <gtest/gtest.h>
@@ -103,65 +99,23 @@ TEST(CudaTransport, PointToPointTrafficArrivesInOrderOnEverySeed) {
 
 // ---- the suite -----------------------------------------------------------------
 
-// A job of a cuda backend whose ranks take host tensors: collie's core over
-// a CudaWorld, each rank's program given a StagingDist. (No crash faults:
-// the crashes feature is left out below; cuda_transport_test.cpp covers
-// crash() itself.)
-class StagingJob final : public Job {
- public:
-  StagingJob(const CudaBackendSpec& spec, const JobOptions& o) {
-    BackendOptions bo;
-    bo.world_size = o.world_size;
-    bo.seed = o.seed;
-    world_ = make_cuda_backend(spec, bo);
-    std::vector<Transport*> ts;
-    for (int r = 0; r < o.world_size; ++r) ts.push_back(&world_->transport(r));
-    CommunicatorOptions co;
-    co.eager_threshold_bytes = o.eager_threshold_bytes;
-    co.default_timeout_ns = o.timeout_ns;
-    local_ = std::make_unique<LocalWorld>(std::move(ts), co);
-    for (int r = 0; r < o.world_size; ++r)
-      staging_.push_back(std::make_unique<testing::StagingDist>(local_->comm(r), *world_));
-  }
-  ~StagingJob() override {
-    staging_.clear();
-    local_.reset();
-  }
-  int world_size() const override { return world_->world_size(); }
-  std::string implementation() const override { return "collie core over the CUDA transport on " + world_->runtime().name(); }
-  RunResult run(const DistProgram& program, const RunContext& context) override {
-    return local_->run([&](Communicator& c) { return program(*staging_[static_cast<std::size_t>(c.rank())]); }, context);
-  }
-
- private:
-  std::unique_ptr<CudaWorld> world_;
-  std::unique_ptr<LocalWorld> local_;
-  std::vector<std::unique_ptr<testing::StagingDist>> staging_;
-};
-
-// `collie conformance --backend NAME` without crashes, on a registry of
-// its own holding NAME as a staging job.
+// `collie conformance --backend NAME`: the builtin registry's cuda job
+// (backends/in_process_job.cpp with HostTensorDist), crashes included.
 conformance::SuiteResult suite(const std::string& name) {
-  BackendRegistry reg;
-  BackendInfo info;
-  info.name = name;
-  info.description = "the CUDA transport, host tensors staged";
-  const CudaBackendSpec spec = *parse_cuda_backend(name);
-  info.start = [spec](const JobOptions& o) { return std::make_unique<StagingJob>(spec, o); };
-  reg.add(std::move(info));
   conformance::SuiteOptions so;
   so.backend = name;
-  so.registry = &reg;
   so.scenario_dirs = {std::string(COLLIE_SOURCE_DIR) + "/scenarios"};
   so.timeout_ns = 20'000'000'000;
-  so.filter = "^(?!crashes/)";
   return conformance::run_conformance(so);
 }
 
 TEST(CudaConformance, TheSuitePassesOnCudaHost) {
   const conformance::SuiteResult r = suite("cuda:host");
   EXPECT_TRUE(r.passed()) << conformance::format_matrix(r);
-  EXPECT_GT(r.cases.size(), 350u);
+  EXPECT_GT(r.cases.size(), 400u);
+  std::set<std::string> features;
+  for (const auto& c : r.cases) features.insert(c.feature);
+  EXPECT_TRUE(features.count("crashes")) << "the crashes feature did not run on cuda:host";
 }
 
 // The suite's acceptance test for runtimes: each broken HostRuntime fails
