@@ -88,6 +88,11 @@ class Job {
   // cases of `collie conformance` until a run leaves it broken.
   virtual bool reusable() const { return false; }
 
+  // Whether its runs may be of `world` ranks (set_run_options' world_size):
+  // its own size, or -- a process job whose workers allow it -- fewer, on
+  // its first ranks while the others idle.
+  virtual bool can_run_world(int world) const { return world == world_size(); }
+
   // Process jobs: runs collie bench's timed loop (tools/bench.h) in every
   // rank's own process -- no round trip to this process per op -- with
   // `options_json`, and returns rank 0's rows as JSON text. Others throw

@@ -6,6 +6,7 @@
 
 #include "backends/in_process_job.h"
 #include "backends/plugin.h"
+#include "backends/remote/child_processes.h"
 #include "core/error.h"
 
 namespace collie {
@@ -123,34 +124,61 @@ std::unique_ptr<Job> start_job(const BackendInfo& info, const JobOptions& option
   return in_process_job(info.create(bo), options, info.name);
 }
 
-Job& JobCache::get(const BackendInfo& info, const JobOptions& options, bool processes) {
+JobCache::~JobCache() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (job_ && job_->reusable() && backend_ == info.name && world_ == options.world_size) {
-    job_->set_run_options(options);
-    return *job_;
+  kept_.clear();
+}
+
+Job& JobCache::get(const BackendInfo& info, const JobOptions& options, bool processes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Kept& k = kept_[std::this_thread::get_id()];
+  if (k.job && k.job->reusable() && k.backend == info.name && k.job->can_run_world(options.world_size)) {
+    k.job->set_run_options(options);
+    return *k.job;
   }
-  job_.reset();
+  std::unique_ptr<Job> old = std::move(k.job);
+  lock.unlock();
+  old.reset();
   JobOptions tracked = options;
   tracked.track_in_flight = true;
-  job_ = start_job(info, tracked, processes);
-  backend_ = info.name;
-  world_ = options.world_size;
-  return *job_;
+  std::unique_ptr<Job> job = start_job(info, tracked, processes);  // not under the lock: it takes seconds
+  lock.lock();
+  Kept& now = kept_[std::this_thread::get_id()];
+  now.job = std::move(job);
+  now.backend = info.name;
+  now.world = options.world_size;
+  return *now.job;
 }
 
 void JobCache::release() {
+  std::unique_ptr<Job> done;
   std::lock_guard<std::mutex> lock(mu_);
-  if (job_ && !job_->reusable()) job_.reset();
+  const auto it = kept_.find(std::this_thread::get_id());
+  if (it == kept_.end() || (it->second.job && it->second.job->reusable())) return;
+  done = std::move(it->second.job);
+  kept_.erase(it);
 }
 
 void JobCache::clear() {
+  std::unique_ptr<Job> done;
   std::lock_guard<std::mutex> lock(mu_);
-  job_.reset();
+  const auto it = kept_.find(std::this_thread::get_id());
+  if (it == kept_.end()) return;
+  done = std::move(it->second.job);
+  kept_.erase(it);
+}
+
+void JobCache::end_thread() {
+  clear();
+  remote::wait_for_ended_children();
 }
 
 std::string JobCache::in_flight_report() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return job_ ? job_->in_flight_report() : std::string();
+  std::string out;
+  for (const auto& [thread, k] : kept_)
+    if (k.job) out += k.job->in_flight_report();
+  return out;
 }
 
 }  // namespace collie

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "backends/backend_info.h"
@@ -49,25 +51,35 @@ class BackendRegistry {
 };
 
 // Keeps one job running between runs (collie conformance over a process
-// backend: a job is started once for every case of its world size). get()
-// returns the kept job when it is reusable, of the same backend and world
-// size, else starts a new one (ending the kept one first); release() ends
-// the job unless it can run again. In-process jobs are never kept.
+// backend: a job is started once for every case of its world size), one
+// for each thread that uses it (the suite's lanes run cases side by side,
+// each on a job of its own). get() returns the calling thread's kept job
+// when it is reusable, of the same backend and world size, else starts a
+// new one (ending the kept one first); release() ends the job unless it
+// can run again. In-process jobs are never kept.
 // Jobs it starts track their ops in flight, and in_flight_report() may be
 // called from another thread (the suite's watchdog) at any time.
 class JobCache {
  public:
+  ~JobCache();
   Job& get(const BackendInfo& info, const JobOptions& options, bool processes);
   void release();
   void clear();
-  // The current job's Job::in_flight_report(); empty when there is none.
+  // clear(), then waits until the processes of this thread's jobs are gone:
+  // a thread that started processes calls it before it ends (a child's
+  // parent-death signal follows the thread that started it).
+  void end_thread();
+  // Every thread's current job's Job::in_flight_report(); empty when none.
   std::string in_flight_report() const;
 
  private:
-  mutable std::mutex mu_;  // guards job_ against in_flight_report() from another thread
-  std::unique_ptr<Job> job_;
-  std::string backend_;
-  int world_ = 0;
+  struct Kept {
+    std::unique_ptr<Job> job;
+    std::string backend;
+    int world = 0;
+  };
+  mutable std::mutex mu_;  // guards kept_ against other threads
+  std::map<std::thread::id, Kept> kept_;
 };
 
 // How a job of `info` runs: its own processes when `processes` (the

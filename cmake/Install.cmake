@@ -20,6 +20,8 @@ endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scenarios DESTINATION ${CMAKE_INSTALL_DATADIR}/collie)
 install(FILES ${PROJECT_SOURCE_DIR}/backends/torch/collie_torch_worker.py
         DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/torch)
+install(FILES ${PROJECT_SOURCE_DIR}/backends/remote/collie_fork_server.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/remote)
 
 foreach(dir core sim backends)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/collie

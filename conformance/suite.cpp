@@ -1,15 +1,18 @@
 #include "conformance/suite.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
 #include "conformance/collective_check.h"
+#include "conformance/lanes.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "scenario/loader.h"
@@ -41,9 +44,13 @@ struct Ran {
   std::string implementation;
 };
 
+// Lanes of a process backend's suite when SuiteOptions::lanes is 0.
+constexpr int kDefaultLanes = 4;
+
 struct Pending {
   std::string feature, name, kind, replay;
   int world = 1;
+  bool breaks = false;  // expected to leave a process job broken (lanes.h)
   std::function<Ran()> run;
 };
 
@@ -87,8 +94,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   if (processes && backend.create) flags += " --processes";
   if (o.strict) flags += " --strict";
   JobCache jobs;
-  std::uint64_t frames = 0;  // delivered to collie's core over all runs (process backends count none)
-  std::uint64_t* frames_total = &frames;
+  std::atomic<std::uint64_t> frames = 0;  // delivered to collie's core over all runs (process backends count none)
+  std::atomic<std::uint64_t>* frames_total = &frames;
 
   // A scenario directory or file that does not load is a failed case of
   // its own (feature scenario_files): it counts, and the JUnit report has it.
@@ -129,15 +136,17 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.world = s->world;
     p.replay = "collie run " + shell_quote(f) + " --backend " + shell_quote(o.backend) + flags;
     // Process backends: the suite's op timeout, unless the scenario sets its
-    // own; the hang window for one that expects a deadlock or an error.
+    // own; the hang window for one that expects a deadlock or an error, or
+    // whose behaviour torch leaves unspecified (a library may hang there).
     Nanos timeout_ns = 0;
     if (processes && o.timeout_ns && s->timeout_ns == 0) {
       timeout_ns = o.timeout_ns;
-      if (s->outcome.kind != scenario::Outcome::kOk && o.hang_window_ns > 0) {
+      if ((s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty()) && o.hang_window_ns > 0) {
         timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
         p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);
       }
     }
+    p.breaks = processes && (s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty());
     p.run = [s, &o, &reg, &jobs, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
@@ -448,6 +457,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   auto selected = [&](const Pending& p) { return o.filter.empty() || std::regex_search(p.feature + "/" + p.name, re); };
   std::erase_if(pending, [&](const Pending& p) { return !selected(p); });
   const auto suite_start = std::chrono::steady_clock::now();
+  std::mutex lanes_mu;  // what cases running side by side share
   auto execute = [&](Pending& p, CaseResult& c) {
     const auto t0 = std::chrono::steady_clock::now();
     auto attempt = [&p]() -> Ran {
@@ -487,7 +497,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         if (const std::string where = jobs.in_flight_report(); !where.empty()) ran.failure += "\n" + where;
       }
     }
-    if (res.implementation.empty()) res.implementation = ran.implementation;
+    {
+      std::lock_guard<std::mutex> lock(lanes_mu);
+      if (res.implementation.empty()) res.implementation = ran.implementation;
+    }
     c.feature = p.feature;
     c.name = p.name;
     c.kind = p.kind;
@@ -499,25 +512,35 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.replay = p.replay;
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  // A process job is started once per world size: run the cases grouped by
-  // world (stable within a world), report them in the suite's order.
+  // A process job runs every case of its world and, where its workers allow,
+  // of smaller ones: run the cases from the largest world down (stable
+  // within a world), report them in the suite's order.
   std::vector<std::size_t> order(pending.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (processes)
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return pending[a].world < pending[b].world; });
+                     [&](std::size_t a, std::size_t b) { return pending[a].world > pending[b].world; });
   res.cases.resize(pending.size());
   int index = 0;
-  for (std::size_t at : order) {
-    Pending& p = pending[at];
-    if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
-    ++index;
-    execute(p, res.cases[at]);
-    if (res.abandoned) {
-      std::erase_if(res.cases, [](const CaseResult& c) { return c.feature.empty(); });  // never ran
-      res.frames = frames;
-      return res;
-    }
+  std::vector<LaneCase> lane_cases;
+  for (std::size_t at : order) lane_cases.push_back({at, pending[at].breaks});
+  run_in_lanes(
+      lane_cases, processes ? (o.lanes > 0 ? o.lanes : kDefaultLanes) : 1,
+      [&](std::size_t at) {
+        Pending& p = pending[at];
+        {
+          std::lock_guard<std::mutex> lock(lanes_mu);
+          if (o.progress) o.progress(index, static_cast<int>(pending.size()), p.feature + "/" + p.name);
+          ++index;
+        }
+        execute(p, res.cases[at]);
+        return !res.abandoned;
+      },
+      [&jobs] { jobs.end_thread(); });
+  if (res.abandoned) {
+    std::erase_if(res.cases, [](const CaseResult& c) { return c.feature.empty(); });  // never ran
+    res.frames = frames;
+    return res;
   }
   // --budget: deeper generated cases, round after round, until the time
   // given is spent (a round is one case per collective, p2p and batch).

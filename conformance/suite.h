@@ -28,11 +28,15 @@ struct SuiteOptions {
   // backends always do). A process job is started once per world size and
   // runs every case of that size, unless a case leaves it broken.
   bool processes = false;
+  // Process backends: cases run side by side on this many jobs, those
+  // expected to break theirs apart from the rest (lanes.h); 0: a default.
+  int lanes = 0;
   bool strict = false;                        // differences where torch is silent fail too
   Nanos timeout_ns = 0;                       // process backends: a case that stops making progress this long hangs
   // Process backends: the op timeout of scenarios that expect a deadlock or
-  // an error (their programs are a few small ops) and set none themselves,
-  // so that a library that hangs costs this, not timeout_ns.
+  // an error, or whose behaviour torch leaves unspecified (their programs
+  // are a few small ops), and set none themselves, so that a library that
+  // hangs costs this, not timeout_ns.
   Nanos hang_window_ns = 2'000'000'000;
   std::vector<std::string> replay_flags;      // appended to every replay command (--backend-plugin PATH, ...)
   std::vector<std::string> scenario_dirs;     // searched recursively for *.yaml

@@ -338,6 +338,11 @@ int main(int argc, char** argv) {
   conf->add_flag("-q,--quiet", cquiet, "no progress display");
   bool cprocesses = false, cstrict = false;
   double ctimeout_us = 0;
+  int clanes = 0;
+  conf->add_option("--lanes", clanes,
+                   "process backends: run cases side by side on this many jobs, those expected to hang or fail "
+                   "apart from the rest (default 4; 1: one after another)")
+      ->check(CLI::Range(1, 64));
   conf->add_flag("--processes", cprocesses, "with --backend tcp: one process per rank instead of every rank in this process");
   conf->add_flag("--strict", cstrict, "a library's differences where torch is silent fail the suite (notes otherwise)");
   conf->add_option("--timeout-us", ctimeout_us,
@@ -708,6 +713,7 @@ int main(int argc, char** argv) {
     collie::conformance::SuiteOptions so;
     so.backend = cbackend;
     so.processes = cprocesses;
+    so.lanes = clanes;
     so.strict = cstrict;
     so.timeout_ns = ctimeout_us > 0 ? static_cast<collie::Nanos>(ctimeout_us * 1000) : 20'000'000'000;
     so.replay_flags = cflags.replay();

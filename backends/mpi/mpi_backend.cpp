@@ -92,6 +92,8 @@ BackendInfo make_mpi_backend() {
     remote::ProcessJobSpec spec;
     spec.backend = "mpi";
     spec.child_per_rank = false;
+    spec.library_timeouts = false;  // MPI has none (no_timeouts above)
+    spec.serves_smaller_worlds = true;  // MPI_Comm_create_group: members only
     spec.explain_failed_start = explain;
     if (const std::string host = env("COLLIE_CONTROLLER_HOST"); !host.empty()) spec.listen_host = host;
     const std::string launcher = find_on_path(mpirun());

@@ -1,5 +1,7 @@
 #include "backends/remote/child_processes.h"
 
+#include "backends/remote/fork_server.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -13,6 +15,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,8 +30,65 @@ namespace collie::remote {
 namespace {
 
 constexpr std::size_t kTailBytes = 16 * 1024;
+constexpr std::int64_t kForever = std::int64_t{1} << 62;
+
+// The reaper of end_in_background(): one thread, started with the first
+// set and running while any set is being ended.
+class Reaper {
+ public:
+  ~Reaper() { wait(); }
+  void add(std::unique_ptr<ChildProcesses> children, double grace_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back({std::move(children), grace_s});
+    if (!running_) {
+      if (thread_.joinable()) thread_.join();
+      running_ = true;
+      thread_ = std::thread([this] { loop(); });
+    }
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [this] { return !running_; });
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Entry {
+    std::unique_ptr<ChildProcesses> children;
+    double grace_s;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!queue_.empty()) {
+      Entry e = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      e.children->terminate(e.grace_s);
+      e.children.reset();
+      lock.lock();
+    }
+    running_ = false;
+    idle_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::deque<Entry> queue_;
+  std::thread thread_;
+  bool running_ = false;
+};
+
+Reaper& reaper() {
+  static Reaper r;
+  return r;
+}
 
 }  // namespace
+
+void end_in_background(std::unique_ptr<ChildProcesses> children, double grace_s) {
+  if (children) reaper().add(std::move(children), grace_s);
+}
+
+void wait_for_ended_children() { reaper().wait(); }
 
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
@@ -83,6 +145,15 @@ ChildProcesses::ChildProcesses(const std::vector<ChildSpec>& children) {
     for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const pid_t group = group_;
+    if (spec.fork_server) {
+      if (const auto pid = spec.fork_server->spawn(spec.env, fds[1], group > 0 ? group : 0)) {
+        if (group_ < 0) group_ = *pid;
+        ::close(fds[1]);
+        ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+        children_.push_back(Child{*pid, fds[0], {}, std::nullopt, spec.fork_server});
+        continue;
+      }
+    }
     const int cpu = spec.cpu;
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -114,7 +185,7 @@ ChildProcesses::ChildProcesses(const std::vector<ChildSpec>& children) {
     if (group_ < 0) group_ = pid;
     ::close(fds[1]);
     ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-    children_.push_back(Child{pid, fds[0], {}, std::nullopt});
+    children_.push_back(Child{pid, fds[0], {}, std::nullopt, nullptr});
   }
 }
 
@@ -124,13 +195,18 @@ ChildProcesses::~ChildProcesses() {
     if (c.out_fd >= 0) ::close(c.out_fd);
 }
 
-void ChildProcesses::reap() {
-  for (Child& c : children_) {
-    if (c.status || c.pid <= 0) continue;
-    int st = 0;
-    const pid_t r = ::waitpid(c.pid, &st, WNOHANG);
-    if (r == c.pid) c.status = st;
+void ChildProcesses::reap(Child& c, std::int64_t timeout_ns) {
+  if (c.status || c.pid <= 0) return;
+  if (c.server) {
+    c.status = c.server->exit_status(c.pid, timeout_ns);
+    return;
   }
+  int st = 0;
+  if (::waitpid(c.pid, &st, timeout_ns > 0 ? 0 : WNOHANG) == c.pid) c.status = st;
+}
+
+void ChildProcesses::reap() {
+  for (Child& c : children_) reap(c, 0);
 }
 
 void ChildProcesses::wait_all() {
@@ -141,11 +217,7 @@ void ChildProcesses::wait_all() {
     for (const pollfd& x : p)
       if (x.revents) read_output(x.fd);
   }
-  for (Child& c : children_) {
-    if (c.status || c.pid <= 0) continue;
-    int st = 0;
-    if (::waitpid(c.pid, &st, 0) == c.pid) c.status = st;
-  }
+  for (Child& c : children_) reap(c, kForever);
 }
 
 bool ChildProcesses::all_exited() const {
@@ -223,8 +295,7 @@ void ChildProcesses::terminate(double grace_s) {
   for (Child& c : children_) {
     if (c.status || c.pid <= 0) continue;
     ::kill(c.pid, SIGKILL);
-    int st = 0;
-    if (::waitpid(c.pid, &st, 0) == c.pid) c.status = st;
+    reap(c, kForever);
   }
 }
 

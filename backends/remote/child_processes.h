@@ -10,7 +10,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,10 +21,16 @@
 
 namespace collie::remote {
 
+class ForkServer;
+
 struct ChildSpec {
   std::vector<std::string> argv;                            // argv[0] is looked up in PATH
   std::vector<std::pair<std::string, std::string>> env;     // set on top of this process's environment
   int cpu = -1;                                             // pin it to this CPU (-1: do not)
+  // Forked by this server (a copy of a process that has run argv's
+  // start-up once: fork_server.h) instead of started from argv; from argv
+  // when the server cannot serve. Not pinned.
+  std::shared_ptr<ForkServer> fork_server = nullptr;
 };
 
 class ChildProcesses {
@@ -72,11 +80,24 @@ class ChildProcesses {
     int out_fd = -1;
     std::string output;  // the tail of what it wrote
     std::optional<int> status;
+    std::shared_ptr<ForkServer> server;  // its parent, which reports its status; null: this process
   };
+  // Collects child c's status, waiting up to `timeout_ns` (0: not at all).
+  void reap(Child& c, std::int64_t timeout_ns);
   std::vector<Child> children_;
   pid_t group_ = -1;
   std::function<void(std::size_t, std::string_view)> on_output_;
 };
+
+// Ends `children` without waiting for them: terminate(grace_s) runs on a
+// reaper thread of this process, so that a job's teardown (mpirun's takes
+// a second) overlaps what runs next. A child's PR_SET_PDEATHSIG follows the
+// thread that started it: that thread must outlive the reaping (call
+// wait_for_ended_children() before it ends). Safe from any thread.
+void end_in_background(std::unique_ptr<ChildProcesses> children, double grace_s = 2.0);
+// Blocks until every set given to end_in_background() is reaped. Also run
+// when this process exits normally.
+void wait_for_ended_children();
 
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);

@@ -22,9 +22,17 @@
 //
 // Controller -> worker (a worker executes them in order):
 //   {"t":"begin","timeout_ns":T}   a run starts: the last run's groups and
-//                   handles are dropped; group 0 is a new group of every rank
+//                   handles are dropped; group 0 is a group of every rank
 //                   (the run's world), so no message of one run can meet
-//                   another's. T: every op's timeout (absent: none).
+//                   another's: a new one, or -- a worker's choice -- the last
+//                   run's with the same T (a run follows only a run that
+//                   left every op of every rank completed, nothing of it in
+//                   flight). T: every op's timeout (absent: none).
+//                   "world":W (absent: the job's): the run's ranks are 0..W-1
+//                   -- group 0 is theirs -- and the others idle through it,
+//                   told of every group, as non-members, so that every rank
+//                   numbers groups alike (only for workers whose jobs serve
+//                   smaller worlds: ProcessJobSpec::serves_smaller_worlds).
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one

@@ -82,7 +82,7 @@ struct RankLink {
 class ProcessJob final : public Job, public Executor, public RankChannel {
  public:
   ProcessJob(const ProcessJobSpec& spec, const JobOptions& options) : spec_(spec), options_(options) {
-    world_ = options.world_size;
+    world_ = run_world_ = options.world_size;
     t0_ = std::chrono::steady_clock::now();
     ranks_.resize(static_cast<std::size_t>(world_));
     start();
@@ -93,7 +93,9 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
       queue(r, json{{"t", "end"}}, {});
       flush(r);
     }
-    if (children_) children_->terminate(2.0);
+    // The children end in the background: the next job need not wait for
+    // this one's launcher to shut down.
+    end_in_background(std::move(children_), 2.0);
     for (auto& r : ranks_)
       if (r.fd >= 0) ::close(r.fd);
     if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -103,9 +105,13 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   int world_size() const override { return world_; }
   std::string implementation() const override { return implementation_; }
   bool reusable() const override { return reusable_; }
+  bool can_run_world(int world) const override {
+    return world == world_ || (spec_.serves_smaller_worlds && world >= 1 && world < world_);
+  }
   void set_run_options(const JobOptions& o) override {
     options_.timeout_ns = o.timeout_ns;
     options_.process_faults = o.process_faults;
+    if (can_run_world(o.world_size)) run_world_ = o.world_size;
   }
   RunResult run(const DistProgram& program, const RunContext& context) override;
   std::string bench_in_ranks(const std::string& options_json) override;
@@ -143,12 +149,21 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
              std::string description) override;
   void announce_group(int rank, int id, const std::vector<int>& ranks, Nanos timeout_ns,
                       const std::string& name) override {
-    RankLink& r = ranks_[static_cast<std::size_t>(rank)];
-    if (r.dead) return;
     json head{{"t", "group"}, {"group", id}, {"ranks", ranks}, {"name", name}};
     if (timeout_ns > 0) head["timeout_ns"] = timeout_ns;
-    queue(r, head, {});
-    flush(r);
+    std::vector<int> to{rank};
+    // Ranks idle in this run make each group too (as the first rank to make
+    // it says), so that group ids stay the same on every rank.
+    if (id > idle_groups_) {
+      idle_groups_ = id;
+      for (int idle = run_world_; idle < world_; ++idle) to.push_back(idle);
+    }
+    for (int t : to) {
+      RankLink& r = ranks_[static_cast<std::size_t>(t)];
+      if (r.dead) continue;
+      queue(r, head, {});
+      flush(r);
+    }
   }
   Nanos default_timeout_ns() const override { return options_.timeout_ns; }
   std::vector<std::string> pending_of(int rank) const override {
@@ -172,8 +187,13 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   Drive drive(const std::function<bool()>& done, std::optional<Nanos> deadline);
   Nanos stall_timeout() const {
     // The library's own timeouts (the op timeout, passed on) fire first:
-    // the margin is half the timeout, between 1 s and 5 s.
+    // the margin is half the timeout, between 1 s and 5 s. A library without
+    // them gets it only once a rank's process is lost: its launcher then
+    // takes a moment to end the job (mpirun, on a loaded machine).
     if (options_.timeout_ns <= 0) return 60'000'000'000;
+    if (!spec_.library_timeouts &&
+        std::none_of(ranks_.begin(), ranks_.end(), [](const RankLink& r) { return r.dead; }))
+      return options_.timeout_ns;
     return options_.timeout_ns + std::clamp<Nanos>(options_.timeout_ns / 2, 1'000'000'000, 5'000'000'000);
   }
   const ProcessFault* fault_for(int rank, std::uint64_t op_number) const;
@@ -184,6 +204,8 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   ProcessJobSpec spec_;
   JobOptions options_;
   int world_ = 0;
+  int run_world_ = 0;  // the runs' world: ranks from it on idle (serves_smaller_worlds)
+  int idle_groups_ = 0;  // groups of this run the idle ranks were told of
   std::chrono::steady_clock::time_point t0_;
   int listen_fd_ = -1;
   std::string token_;
@@ -645,7 +667,7 @@ std::string ProcessJob::hang_report(const std::vector<int>& blocked) const {
   const Nanos t = now();
   os << "no rank answered for " << seconds(t - last_progress_) << " (" << spec_.backend
      << " hangs, or an op is slower than the timeout; --timeout-us sets it); each rank's last started op:\n";
-  for (int rank = 0; rank < world_; ++rank) {
+  for (int rank = 0; rank < run_world_; ++rank) {
     const RankLink& r = ranks_[static_cast<std::size_t>(rank)];
     const bool is_blocked = std::find(blocked.begin(), blocked.end(), rank) != blocked.end();
     os << "  rank " << rank << ": ";
@@ -667,6 +689,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     throw Error(ErrorKind::kUsage, OpContext{}, spec_.backend + ": this job cannot run again (a run left it broken)");
   in_run_ = true;
   ++run_number_;
+  idle_groups_ = 0;
   run_started_ = now();
   last_progress_ = run_started_;
   for (RankLink& r : ranks_) {
@@ -675,23 +698,25 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     if (r.dead) continue;
     json begin{{"t", "begin"}};
     if (options_.timeout_ns > 0) begin["timeout_ns"] = options_.timeout_ns;
+    if (run_world_ < world_) begin["world"] = run_world_;
     queue(r, begin, {});
     flush(r);
   }
+  const int world = run_world_;
   RunResult res;
-  res.ranks.resize(static_cast<std::size_t>(world_));
+  res.ranks.resize(static_cast<std::size_t>(world));
   std::size_t finished = 0;
   {
     std::vector<std::unique_ptr<RemoteDist>> dists;
-    for (int r = 0; r < world_; ++r) dists.push_back(std::make_unique<RemoteDist>(*this, r, world_));
+    for (int r = 0; r < world; ++r) dists.push_back(std::make_unique<RemoteDist>(*this, r, world));
     SpawnRegistry programs;
-    for (int r = 0; r < world_; ++r)
+    for (int r = 0; r < world; ++r)
       programs.spawn(run_rank(program, *dists[static_cast<std::size_t>(r)], res.ranks[static_cast<std::size_t>(r)], finished));
-    const Drive d = drive([&] { return finished == static_cast<std::size_t>(world_); }, std::nullopt);
+    const Drive d = drive([&] { return finished == static_cast<std::size_t>(world); }, std::nullopt);
     if (d == Drive::kStalled) {
       res.deadlocked = true;
       res.stalled = true;
-      for (int r = 0; r < world_; ++r)
+      for (int r = 0; r < world; ++r)
         if (!res.ranks[static_cast<std::size_t>(r)].finished) res.blocked_ranks.push_back(r);
       res.deadlock_report = hang_report(res.blocked_ranks) + (context.replay.empty() ? "" : "replay: " + context.replay + "\n");
       reusable_ = false;
@@ -703,7 +728,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     timers_.clear();
   }  // programs, then the dists they use
   // Times are the run's own: from its start, not the job's.
-  for (int r = 0; r < world_; ++r) {
+  for (int r = 0; r < world; ++r) {
     RankOutcome& o = res.ranks[static_cast<std::size_t>(r)];
     const RankLink& link = ranks_[static_cast<std::size_t>(r)];
     o.crashed = link.crashed;

@@ -6,9 +6,9 @@
 // process; their inputs, outputs and errors come back and are checked here.
 //
 // A job is started once and runs many programs (collie conformance runs
-// every case of a world size on one job): each run begins with a fresh
-// group of every rank as its world, so no message of one run can meet
-// another's. A run that leaves the job broken -- a hang, a lost process, an
+// every case of a world size on one job): each run begins with a group of
+// every rank as its world that holds nothing of another run (a fresh one,
+// or a clean run's: op_protocol.h's "begin"). A run that leaves the job broken -- a hang, a lost process, an
 // op still executing, a library error -- makes it unusable (reusable()
 // false); the job is then torn down and the next run starts a new one.
 //
@@ -38,6 +38,15 @@ struct ProcessJobSpec {
   bool child_per_rank = true;
   std::string listen_host = "127.0.0.1";
   Nanos start_timeout_ns = 120'000'000'000;  // every rank joins within this
+  // The library fails an op that outlives its timeout (torch's backends,
+  // collie's core): a run is declared hung a margin after the timeout, so
+  // that the library's own error comes first. Without (MPI), at the timeout
+  // -- unless a rank's process was lost, which its launcher answers.
+  bool library_timeouts = true;
+  // Its workers run a run of world w below the job's on ranks 0..w-1 while
+  // the others idle (no rank outside a group takes part in making it: MPI's
+  // communicators, collie's groups; torch's new_group needs every rank).
+  bool serves_smaller_worlds = false;
   // Turns a launch that failed (a child's exit status and last output) into
   // advice, or "" ("mpirun refuses to run as root: ...").
   std::function<std::string(const std::string& output)> explain_failed_start;

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/data_path.h"
 #include "backends/registry.h"
 #include "backends/remote/child_processes.h"
+#include "backends/remote/fork_server.h"
 #include "backends/remote/op_protocol.h"
 #include "backends/remote/process_job.h"
 #include "core/error.h"
@@ -101,6 +103,72 @@ TEST(ChildProcesses, TerminateEndsEvenAStoppedProcessThatIgnoresSigterm) {
   EXPECT_EQ(c.fate(0), "killed by signal 9 (Killed)");
 }
 
+// ---- children forked by a fork server ----------------------------------------
+
+class ForkServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    script_ = collie_data_path("backends/remote/collie_fork_server.py");
+    if (script_.empty()) GTEST_SKIP() << "backends/remote/collie_fork_server.py is not found";
+    program_ = ::testing::TempDir() + "/forked_program.py";
+    std::ofstream f(program_);
+    // Says whether the server's import reached it, then ends as told.
+    f << "import os, signal, sys\n"
+         "print('preloaded', 'decimal' in sys.modules, os.environ.get('COLLIE_T', ''))\n"
+         "if os.environ.get('END') == 'kill': os.kill(os.getpid(), signal.SIGKILL)\n"
+         "if os.environ.get('END') == 'hang':\n"
+         "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+         "    print('ready', flush=True)\n"
+         "    signal.pause()\n"
+         "sys.exit(int(os.environ.get('END', '0')))\n";
+  }
+  std::shared_ptr<ForkServer> server(const std::string& preload) const {
+    return std::make_shared<ForkServer>(std::vector<std::string>{"python3", "-u", script_, program_, preload},
+                                        ForkServer::Env{}, 60'000'000'000);
+  }
+  ChildSpec child(const std::shared_ptr<ForkServer>& s, ForkServer::Env env) const {
+    ChildSpec c{{"python3", "-u", program_}, std::move(env)};
+    c.fork_server = s;
+    return c;
+  }
+  std::string script_, program_;
+};
+
+TEST_F(ForkServerTest, ChildrenRunTheProgramWithTheServersImportsAndEndAsTheirOwnWouldBeNamed) {
+  auto s = server("decimal");
+  ChildProcesses c({child(s, {{"END", "3"}, {"COLLIE_T", "from the env"}}), child(s, {{"END", "kill"}})});
+  c.wait_all();
+  EXPECT_EQ(c.fate(0), "exited with code 3");
+  EXPECT_EQ(c.output_tail(0), "preloaded True from the env\n");
+  EXPECT_EQ(c.fate(1), "killed by signal 9 (Killed)");
+  // Another job's children come from the same server.
+  ChildProcesses again({child(s, {})});
+  again.wait_all();
+  EXPECT_EQ(again.fate(0), "exited with code 0");
+  EXPECT_EQ(again.output_tail(0), "preloaded True \n");
+}
+
+TEST_F(ForkServerTest, TerminateEndsAForkedChildThatIgnoresSigterm) {
+  ChildProcesses c({child(server("decimal"), {{"END", "hang"}})});
+  while (c.output_tail(0).find("ready") == std::string::npos) {
+    pollfd p{c.output_fds().at(0), POLLIN, 0};
+    ::poll(&p, 1, -1);
+    c.read_output(p.fd);
+  }
+  c.terminate(0.2);
+  EXPECT_TRUE(c.exited(0));
+  EXPECT_EQ(c.fate(0), "killed by signal 9 (Killed)");
+}
+
+// A server whose imports fail serves nothing: the children are started
+// from their own command, where the failure would show as usual.
+TEST_F(ForkServerTest, ChildrenOfAServerThatCannotStartAreStartedFromTheirCommand) {
+  ChildProcesses c({child(server("no_such_module_anywhere"), {{"END", "4"}})});
+  c.wait_all();
+  EXPECT_EQ(c.fate(0), "exited with code 4");
+  EXPECT_EQ(c.output_tail(0), "preloaded False \n");
+}
+
 // ---- the controller, with collie's own TCP worker ---------------------------
 
 class ProcessJobTest : public ::testing::Test {
@@ -129,6 +197,41 @@ TEST_F(ProcessJobTest, RanksAreProcessesWhoseOutputsComeBackAndTheJobRunsAgain) 
     const RunResult r = job->run([&](Dist& d) { return sum_of_ranks(d, got); }, {});
     ASSERT_TRUE(r.ok()) << r.describe();
     for (double v : got) EXPECT_EQ(v, 0 + 1 + 2 + 3 * 20.0);
+    EXPECT_TRUE(job->reusable());
+  }
+}
+
+// Sums of ranks over a group of every rank but the last, then over the world.
+Task<void> group_then_world(Dist& d, std::vector<double>& out) {
+  std::vector<int> all_but_last;
+  for (int r = 0; r + 1 < d.world_size(); ++r) all_but_last.push_back(r);
+  Group g = d.new_group(all_but_last);
+  Tensor t(DType::kFloat64, {1});
+  t.set(0, d.rank());
+  if (d.rank() + 1 < d.world_size()) co_await d.all_reduce(t, ReduceOp::kSum, g);
+  co_await d.all_reduce(t);
+  out[static_cast<std::size_t>(d.rank())] = t.get(0);
+}
+
+// A job of 4 runs worlds of 2 and 3 on its first ranks while the others
+// idle, then 4 again: the idle ranks numbered the groups alike.
+TEST_F(ProcessJobTest, ALargerJobRunsSmallerWorldsAndItsOwnAgain) {
+  auto job = tcp_job(4);
+  EXPECT_FALSE(job->can_run_world(5));
+  for (int world : {2, 3, 4, 2}) {
+    ASSERT_TRUE(job->can_run_world(world));
+    JobOptions o;
+    o.world_size = world;
+    o.timeout_ns = 20'000'000'000;
+    job->set_run_options(o);
+    std::vector<double> got(static_cast<std::size_t>(world));
+    const RunResult r = job->run([&](Dist& d) { return group_then_world(d, got); }, {});
+    ASSERT_TRUE(r.ok()) << "world " << world << ": " << r.describe();
+    ASSERT_EQ(r.ranks.size(), static_cast<std::size_t>(world));
+    // (0 + ... + w-2) summed w-1 times over the group, plus the last rank's w-1.
+    const double group_sum = (world - 1) * (world - 2) / 2.0;
+    const double want = (world - 1) * group_sum + (world - 1);
+    for (double v : got) EXPECT_EQ(v, want) << "world " << world;
     EXPECT_TRUE(job->reusable());
   }
 }

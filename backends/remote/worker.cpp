@@ -78,8 +78,11 @@ class Server {
     group_errors_.clear();
     async_.clear();
     timeout_ns_ = head.value("timeout_ns", Nanos{0});
+    // A run of fewer ranks than the job's: the others make its groups as
+    // non-members (every rank numbers groups alike) and idle through it.
+    const int world = head.value("world", d_.world_size());
     std::vector<int> all;
-    for (int r = 0; r < d_.world_size(); ++r) all.push_back(r);
+    for (int r = 0; r < world; ++r) all.push_back(r);
     try {
       groups_[0] = make_group(all, timeout_ns_, "world");
     } catch (const std::exception& e) {

@@ -63,6 +63,7 @@ std::string worker_program() {
 std::unique_ptr<Job> start_tcp_processes(const JobOptions& o) {
   remote::ProcessJobSpec spec;
   spec.backend = "tcp";
+  spec.serves_smaller_worlds = true;  // collie's groups are made by their members alone
   const std::string eager = std::to_string(o.eager_threshold_bytes);
   const bool scribble = o.scribble_completed_sends;
   spec.children = [eager, scribble](int world, const std::string& controller, const std::string& token) {

@@ -6,7 +6,9 @@
 // the loop's Source calls that drive both, and the goodbye at shutdown.
 #include "backends/tcp/tcp_transport.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -169,6 +171,21 @@ bool TcpTransport::arm() {
     if (p->wr_blocked) arm_write(r);
   }
   return false;
+}
+
+bool TcpTransport::settled() const {
+  if (crashed_ || !*alive_) return true;  // its sockets are closed: their ends show up at the peers
+  if (!sent_.empty() || !early_.empty()) return false;
+  for (int r = 0; r < world_; ++r) {
+    const Peer* p = peers_[static_cast<std::size_t>(r)].get();
+    if (r == rank_ || (p && p->lost)) continue;
+    if (!p || !p->up || !p->out.empty() || p->rx_head != p->rx_tail || p->rx_state != Peer::Rx::kHeader) return false;
+    int unsent = 0, unread = 0;
+    const int fd = const_cast<Peer*>(p)->socket.native_handle();
+    if (::ioctl(fd, SIOCOUTQ, &unsent) != 0 || ::ioctl(fd, SIOCINQ, &unread) != 0 || unsent != 0 || unread != 0)
+      return false;
+  }
+  return true;
 }
 
 void TcpTransport::arm_write(int peer) {

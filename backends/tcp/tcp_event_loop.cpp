@@ -89,9 +89,16 @@ bool TcpEventLoop::run_until(const std::function<bool()>& done, std::optional<Na
       last = now();
       continue;
     }
-    if (idle_ms_ > 0 && timers_.empty() && now() - last > static_cast<Nanos>(idle_ms_) * 1'000'000) {
-      throw Error(ErrorKind::kDeadlock, OpContext{},
-                  "no message, timer or coroutine has moved for " + std::to_string(idle_ms_) + " ms");
+    if (idle_ms_ > 0 && timers_.empty() && ready_.empty() && calls_.empty()) {
+      const Nanos quiet = now() - last;
+      if (quiet > static_cast<Nanos>(idle_ms_) * 1'000'000)
+        throw Error(ErrorKind::kDeadlock, OpContext{},
+                    "no message, timer or coroutine has moved for " + std::to_string(idle_ms_) + " ms");
+      if (quiet > static_cast<Nanos>(std::min(idle_ms_, kSettledDeadlockMs)) * 1'000'000 &&
+          std::all_of(sources_.begin(), sources_.end(), [](const Source* s) { return s->settled(); }))
+        throw Error(ErrorKind::kDeadlock, OpContext{},
+                    "nothing is in flight on any connection and no message, timer or coroutine has moved for " +
+                        std::to_string(quiet / 1'000'000) + " ms");
     }
   }
   return true;

@@ -38,14 +38,23 @@ class TcpEventLoop {
     // progress must wake it. Returns true, instead, when something is ready
     // now (the loop then does not sleep).
     virtual bool arm() = 0;
+    // Nothing of this source is in flight: every connection has finished
+    // its handshake or is gone, nothing is queued to send or half read, and
+    // the kernel holds no byte of its sockets either way. When every source
+    // of a loop that holds both ends of every connection is settled, only
+    // a coroutine or a timer can move anything.
+    virtual bool settled() const { return false; }
   };
 
   // `idle_deadlock_ms`: with nothing to resume, no I/O and no timer for
   // this long, run_until() declares a deadlock (0: wait forever, as real
-  // jobs do -- use timeouts there).
+  // jobs do -- use timeouts there). With every source settled as well
+  // (the loop holds both ends of every connection: the in-process world),
+  // kSettledDeadlockMs of that is enough.
   // `spin_ns`: with nothing to do, keep polling the sockets this long after
   // the last progress before sleeping in epoll (latency against CPU).
   explicit TcpEventLoop(int idle_deadlock_ms = 0, Nanos spin_ns = 0);
+  static constexpr int kSettledDeadlockMs = 30;
   asio::io_context& io() { return io_; }
   void set_spin_ns(Nanos spin_ns) { spin_ns_ = spin_ns; }
   Nanos now() const;

@@ -128,6 +128,7 @@ class TcpTransport final : public Transport, private TcpEventLoop::Source {
   bool run_ready() override;
   bool poll_sockets() override;
   bool arm() override;
+  bool settled() const override;
   void arm_write(int peer);
   // The transport's lifetime (tcp_transport.cpp).
   void lose(int peer, const std::string& why, bool clean = false);

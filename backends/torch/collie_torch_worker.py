@@ -237,18 +237,29 @@ class Worker:
         self.groups = {}   # the run's group ids -> torch groups
         self.group_errors = {}
         self.handles = {}  # async op id -> (op, work, tensors, peer, group)
+        self.world_timeout_ns = None  # the timeout group 0 was made with
 
     # ---- groups -----------------------------------------------------------
-    def drop_run(self):
-        for g in self.groups.values():
-            if g is not None and g is not dist.GroupMember.NON_GROUP_MEMBER:
-                try:
-                    dist.destroy_process_group(g)
-                except Exception:  # noqa: BLE001 -- a group already gone is fine
-                    pass
-        self.groups = {}
+    def begin_run(self, timeout_ns):
+        """Drops the last run's groups and handles; group 0, the run's world,
+        is the last run's when its timeout is the same. A run follows only one
+        that left the job clean (every op of every rank completed: nothing of
+        it is in flight; op_protocol.h), and a new Gloo group costs tens of ms
+        per rank (a store barrier, a full mesh of connections)."""
+        keep = 0 in self.groups and 0 not in self.group_errors and self.world_timeout_ns == timeout_ns
+        for gid, g in self.groups.items():
+            if (keep and gid == 0) or g is None or g is dist.GroupMember.NON_GROUP_MEMBER:
+                continue
+            try:
+                dist.destroy_process_group(g)
+            except Exception:  # noqa: BLE001 -- a group already gone is fine
+                pass
+        self.groups = {0: self.groups[0]} if keep else {}
         self.group_errors = {}
         self.handles = {}
+        if not keep:
+            self.world_timeout_ns = timeout_ns
+            self.make_group(0, list(range(self.world)), timeout_ns)
 
     def make_group(self, gid, ranks, timeout_ns):
         kwargs = {}
@@ -350,8 +361,7 @@ class Worker:
             if t == "end":
                 return 0
             if t == "begin":
-                self.drop_run()
-                self.make_group(0, list(range(self.world)), head.get("timeout_ns"))
+                self.begin_run(head.get("timeout_ns"))
             elif t == "group":
                 self.make_group(head["group"], head["ranks"], head.get("timeout_ns"))
             elif t == "op":
