@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/frame_check.h"
 #include "core/message_engine.h"
+#include "core/op_info.h"
 #include "core/testing/recording_transport.h"
 
 namespace collie {
@@ -132,6 +133,61 @@ TEST(FrameProtocol, ASecondClearToSendForOneRendezvousIsRefused) {
   ASSERT_EQ(t.sent.size(), 2u);  // the data
   sender.on_frame(cts, {});     // once more: it used to be ignored
   EXPECT_NE(error_of(w).find("which no send of this rank to rank 1 awaits"), std::string::npos) << error_of(w);
+}
+
+// A forged answer's error is typed and names the op the frame is part of
+// (rank, op, group, sequence), its peer and the field: it named the rank
+// alone.
+TEST(FrameProtocol, AForgedAnswerNamesTheOpItIsPartOf) {
+  RecordingTransport t0(0, 2), t1(1, 2);
+  MessageEngine sender(t0, kEager), receiver(t1, kEager);
+  auto sending = std::make_shared<OpInfo>();
+  sending->rank = 0;
+  sending->op = "send";
+  sending->group = "group#2[0,1]";
+  sending->seq = 7;
+  auto receiving = std::make_shared<OpInfo>(*sending);
+  receiving->rank = 1;
+  receiving->op = "recv";
+  SendSpec s;
+  s.dst = 1;
+  s.tag = 5;
+  s.buf = TensorView{buffer.data(), DType::kFloat32, buffer.size(), MemorySpace::kHost};
+  const auto send = sender.send(s, sending);
+  std::vector<float> in(buffer.size());
+  RecvSpec r;
+  r.src = 0;
+  r.tag = 5;
+  r.buf = TensorView{in.data(), DType::kFloat32, in.size(), MemorySpace::kHost};
+  const auto recv = receiver.recv(r, receiving);
+  ASSERT_EQ(t0.sent.size(), 1u);
+  receiver.on_frame(t0.sent[0].header, {});  // the RTS
+  ASSERT_EQ(t1.sent.size(), 1u);
+  FrameHeader cts = t1.sent[0].header;
+  sender.on_frame(cts, {});  // the CTS, as written
+  ASSERT_EQ(t0.sent.size(), 2u);
+  FrameHeader data = t0.sent[1].header;
+  ASSERT_EQ(data.kind, FrameKind::kData);
+  data.tag = 6;  // forged: sealed again
+  seal(data);
+  receiver.on_frame(data, t0.sent[1].payload);
+  const std::string e = error_of(recv);
+  EXPECT_NE(e.find("transport: rank 1, recv #7 on group#2[0,1] (peer 0): the transport broke its contract"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("a data frame whose tag is 6 but the RTS's is 5"), std::string::npos) << e;
+  // The same of a CTS, on the sending side.
+  RecordingTransport t2(0, 2);
+  MessageEngine sender2(t2, kEager);
+  const auto send2 = sender2.send(s, sending);
+  cts.tag = 6;
+  seal(cts);
+  sender2.on_frame(cts, {});
+  const std::string e2 = error_of(send2);
+  EXPECT_NE(e2.find("transport: rank 0, send #7 on group#2[0,1] (peer 1): the transport broke its contract"),
+            std::string::npos)
+      << e2;
+  EXPECT_NE(e2.find("a CTS whose tag is 6 but the RTS's is 5"), std::string::npos) << e2;
 }
 
 }  // namespace

@@ -175,7 +175,7 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
   }
   for (std::size_t r = 0; r < n && res.transport_fault.empty(); ++r)
     if (const std::string& v = comms_[r]->engine().contract_broken(); !v.empty())
-      res.transport_fault = "transport: rank " + std::to_string(r) + ": " + v;
+      res.transport_fault = v;
   if (stuck) {
     DiagnosisInput in;
     in.now = exec.now();

@@ -171,11 +171,12 @@ std::string describe_frame(const FrameHeader& h) {
 
 void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what, const char* contract) {
   if (broken_) return;
-  OpContext ctx{rank_, "", "", -1, {}};
-  if (h) ctx.peers = {h->src};
-  violation_ = std::string("the transport broke its contract (") + contract + "): " + what +
-               (h ? ": " + describe_frame(*h) : std::string());
-  broken_ = std::make_exception_ptr(Error(ErrorKind::kTransport, ctx, violation_));
+  OpContext ctx = h ? frame_context(*h) : OpContext{rank_, "", "", -1, {}};
+  const Error e(ErrorKind::kTransport, ctx,
+                std::string("the transport broke its contract (") + contract + "): " + what +
+                    (h ? ": " + describe_frame(*h) : std::string()));
+  violation_ = e.what();
+  broken_ = std::make_exception_ptr(e);
   fail_everything(broken_);
   // Sends already handed to the transport can no longer be trusted either.
   std::vector<std::shared_ptr<WorkState>> sending;
@@ -183,6 +184,28 @@ void MessageEngine::contract_violation(const FrameHeader* h, const std::string& 
     if (ps.work && !ps.work->completed) sending.push_back(ps.work);
   sends_.clear();
   for (auto& w : sending) w->finish(broken_);
+}
+
+OpContext MessageEngine::frame_context(const FrameHeader& h) const {
+  const OpInfo* info = nullptr;
+  if (h.kind == FrameKind::kCts || h.kind == FrameKind::kNack) {
+    if (auto it = sends_.find(h.rendezvous_id); it != sends_.end()) info = it->second.info.get();
+  } else if (h.kind == FrameKind::kData) {
+    if (auto it = inbound_.find({h.src, h.rendezvous_id}); it != inbound_.end()) info = it->second.info.get();
+  }
+  if (!info && h.fp.op != CollectiveKind::kNone) {
+    if (auto it = active_.find({h.context, h.fp.seq}); it != active_.end()) info = it->second.info.get();
+  }
+  for (auto r = posted_.begin(); !info && r != posted_.end(); ++r)
+    if (matches(r->spec, h)) info = r->info.get();
+  if (info) return info->context({h.src});
+  OpContext ctx{rank_, "", "", -1, {h.src}};
+  if (h.fp.op != CollectiveKind::kNone) {
+    ctx.op = collective_name(h.fp.op);
+    ctx.seq = static_cast<std::int64_t>(h.fp.seq);
+  }
+  if (auto c = contexts_.find(h.context); c != contexts_.end()) ctx.group = c->second.group;
+  return ctx;
 }
 
 bool MessageEngine::called_inside_a_call(const char* callback) {
@@ -474,7 +497,7 @@ void MessageEngine::scribble_completed(const PendingSend& ps) {
 }
 
 bool MessageEngine::read_after_completion(const FrameHeader& h, std::span<const std::byte> payload) {
-  if ((h.kind != FrameKind::kEager && h.kind != FrameKind::kData) || !holds_scribble(payload)) return false;
+  if (!holds_scribble(payload)) return false;  // (an RTS or CTS carries none)
   contract_violation(&h, "a payload holding the pattern collie writes over a completed send's buffer: rank " +
                              std::to_string(h.src) +
                              "'s transport read the send's buffer after on_send_complete() (a send's payload is "

@@ -175,8 +175,9 @@ class MessageEngine final : public FrameSink {
   // core/transport_call.h). Every callback does it first; the end of a run
   // does it once more, so that none goes unreported.
   void settle();
-  // The transport's contract violation, as the rank's ops fail with it;
-  // empty while none happened.
+  // The transport's contract violation, as the rank's ops fail with it
+  // ("transport: rank 1, recv #3 on world (peer 0): the transport broke
+  // its contract ..."); empty while none happened.
   const std::string& contract_broken() const { return violation_; }
   // Puts back every completed send's buffer this rank's engine overwrote
   // (core/send_scribble.h): as a run ends, before anything reads them.
@@ -272,6 +273,11 @@ class MessageEngine final : public FrameSink {
   // transport error saying so, and so does every later one -- its traffic
   // can no longer be trusted. Never throws into the transport.
   void contract_violation(const FrameHeader* h, const std::string& what, const char* contract = "core/transport.h");
+  // The op frame `h` is part of, as far as this rank knows it: the send
+  // whose RTS a CTS or NACK answers, the receive a data frame fills, the
+  // collective call it names, or a receive it matches; else what the frame
+  // itself says (its call, its context's group). Peers: its src.
+  OpContext frame_context(const FrameHeader& h) const;
   // Every FrameSink method starts here: true when the transport called it
   // from inside a call the core made (then it is ignored, and reported at
   // the next legitimate callback); else settles what such calls left.
@@ -288,9 +294,9 @@ class MessageEngine final : public FrameSink {
   // Checking runs: overwrites what of the completed send `ps`'s buffer no
   // other send or receive of this rank still holds (core/send_scribble.h).
   void scribble_completed(const PendingSend& ps);
-  // Checking runs: whether `payload` (of an eager or data frame) holds the
-  // pattern, i.e. the sender's transport read the buffer after completing
-  // the send; then the violation, naming it.
+  // Checking runs: whether `payload` (of an eager, data or NACK frame)
+  // holds the pattern, i.e. the sender's transport read the buffer after
+  // completing the send; then the violation, naming it.
   bool read_after_completion(const FrameHeader& h, std::span<const std::byte> payload);
 
   Transport& t_;

@@ -57,37 +57,50 @@ RC_GTEST_PROP(SendScribble, PayloadsOfProgramsDoNotHoldThePattern, ()) {
   RC_ASSERT(!holds_scribble({reinterpret_cast<const std::byte*>(ints.data()), ints.size() * 8}));
 }
 
-// Rank 0 sends 16 floats to rank 1 (eager); its transport completes the
-// send, then reads the payload. Returns rank 1's receive's error, if any,
-// and whether rank 0's buffer was left as it was once its rank runs again.
+// Rank 0 sends `count` floats to rank 1, which receives them as
+// `recv_dtype` (float32, or int32 to be refused). The frames go back and
+// forth as posted, but every send with a payload (eager, data, NACK) is
+// completed at once and its payload read afterwards. Returns both ops'
+// errors, if any, and whether rank 0's buffer was left as it was once its
+// rank runs again.
 struct LateRead {
   std::string recv_error;
+  std::string send_error;
   std::vector<float> received;
   bool buffer_intact_after_restore = false;
 };
-LateRead send_then_read_late(bool scribble) {
+constexpr std::size_t kEagerBytes = 100;  // 16 floats go eager, 40 by rendezvous
+LateRead send_then_read_late(bool scribble, std::size_t count = 16, DType recv_dtype = DType::kFloat32) {
   RecordingTransport t0(0, 2), t1(1, 2);
-  MessageEngine sender(t0, 1024, scribble), receiver(t1, 1024, scribble);
-  std::vector<float> data(16);
+  MessageEngine sender(t0, kEagerBytes, scribble), receiver(t1, kEagerBytes, scribble);
+  std::vector<float> data(count);
   std::iota(data.begin(), data.end(), 1.0f);
   const std::vector<float> original = data;
-  std::vector<float> in(16);
+  std::vector<float> in(count);  // int32 is as wide
   RecvSpec r;
   r.src = 0;
-  r.buf = TensorView{in.data(), DType::kFloat32, in.size(), MemorySpace::kHost};
+  r.buf = TensorView{in.data(), recv_dtype, in.size(), MemorySpace::kHost};
   const auto recv = receiver.recv(r, nullptr);
   SendSpec s;
   s.dst = 1;
   s.buf = TensorView{data.data(), DType::kFloat32, data.size(), MemorySpace::kHost};
   const auto send = sender.send(s, nullptr);
-  EXPECT_EQ(t0.sent.size(), 1u);
-  const auto posted = t0.sent.front();
-  sender.on_send_complete(posted.cookie);  // complete at once ...
-  EXPECT_TRUE(send->completed);
-  const std::vector<std::byte> late(posted.payload.begin(), posted.payload.end());  // ... read afterwards
-  receiver.on_frame(posted.header, late);
+  auto pass = [](RecordingTransport& from, std::size_t& done, MessageEngine& src, MessageEngine& dst) {
+    for (; done < from.sent.size(); ++done) {
+      const auto posted = from.sent[done];
+      if (posted.cookie) src.on_send_complete(posted.cookie);  // complete at once ...
+      const std::vector<std::byte> late(posted.payload.begin(), posted.payload.end());  // ... read afterwards
+      dst.on_frame(posted.header, late);
+    }
+  };
+  std::size_t done0 = 0, done1 = 0;
+  while (done0 < t0.sent.size() || done1 < t1.sent.size()) {
+    pass(t0, done0, sender, receiver);
+    pass(t1, done1, receiver, sender);
+  }
   LateRead out;
   out.recv_error = error_of(recv);
+  out.send_error = error_of(send);
   out.received = in;
   restore_scribbles(&t0);  // as rank 0 resumes
   out.buffer_intact_after_restore = data == original;
@@ -108,6 +121,26 @@ TEST(ScribbledSend, APayloadReadAfterCompletionFailsNamingTheTransport) {
             std::string::npos)
       << r.recv_error;
   EXPECT_TRUE(r.buffer_intact_after_restore);
+}
+
+// Rendezvous: a data frame's payload, and a NACK's reason (a send of the
+// refusing rank's core), read after their sends completed.
+TEST(ScribbledSend, ARendezvousPayloadReadAfterCompletionFailsNamingTheTransport) {
+  EXPECT_EQ(send_then_read_late(false, 40).recv_error, "(no error)");
+  const LateRead r = send_then_read_late(true, 40);
+  EXPECT_NE(r.recv_error.find("rank 0's transport read the send's buffer after on_send_complete()"),
+            std::string::npos)
+      << r.recv_error;
+  EXPECT_TRUE(r.buffer_intact_after_restore);
+}
+
+TEST(ScribbledSend, ARefusalReadAfterCompletionFailsNamingTheTransport) {
+  EXPECT_EQ(send_then_read_late(false, 40, DType::kInt32).send_error.find("read the send's buffer"),
+            std::string::npos);
+  const LateRead r = send_then_read_late(true, 40, DType::kInt32);
+  EXPECT_NE(r.send_error.find("rank 1's transport read the send's buffer after on_send_complete()"),
+            std::string::npos)
+      << r.send_error;
 }
 
 TEST(ScribbledSend, ABufferAnotherSendStillReadsIsLeftAloneUntilItCompletes) {
