@@ -65,6 +65,9 @@ struct JobOptions {
   // Keep a record of each rank's ops in flight that another thread may read
   // while run() is stuck (Job::in_flight_report; the conformance watchdog).
   bool track_in_flight = false;
+  // collie's core: checking runs overwrite a completed send's buffer until
+  // its rank runs again (CommunicatorOptions::scribble_completed_sends).
+  bool scribble_completed_sends = false;
 };
 
 // A rank's part of a job's program.

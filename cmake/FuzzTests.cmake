@@ -26,7 +26,8 @@ set(fuzz_tests
   ${PROJECT_SOURCE_DIR}/backends/tcp/wire_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/rendezvous_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/op_protocol_fuzz_test.cpp
-  ${PROJECT_SOURCE_DIR}/core/frame_sink_fuzz_test.cpp)
+  ${PROJECT_SOURCE_DIR}/core/frame_sink_fuzz_test.cpp
+  ${PROJECT_SOURCE_DIR}/core/transport_fuzz_test.cpp)
 add_executable(fuzz_test ${fuzz_tests} ${fuzz_sources})
 collie_target(fuzz_test)
 target_compile_definitions(fuzz_test PRIVATE COLLIE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" ASIO_STANDALONE

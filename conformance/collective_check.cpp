@@ -67,6 +67,22 @@ std::string unsupported(const RunResult& res) {
 }
 
 
+// How a traffic run ended: the run's failure, else the first wrong value.
+CaseOutcome traffic_outcome(const RunResult& res, std::string failure, const std::string& context) {
+  if (!res.ok()) return failed_run(res, context);
+  CaseOutcome out;
+  out.failure = std::move(failure);
+  return out;
+}
+
+// "rank 1: message 4 from rank 0 (tag 2) element 3 is 7, expected 8".
+std::string wrong_element(int rank, const std::string& message, int src, int tag, std::size_t element,
+                          std::int64_t got, std::int64_t expected) {
+  return "rank " + std::to_string(rank) + ": message " + message + " from rank " + std::to_string(src) + " (tag " +
+         std::to_string(tag) + ") element " + std::to_string(element) + " is " + std::to_string(got) +
+         ", expected " + std::to_string(expected);
+}
+
 RunOnEveryRank on_local_world(LocalWorld& world, const std::string& context) {
   return [&world, context](const DistProgram& program) {
     return world.run([&program](Communicator& c) { return program(c); }, context);
@@ -265,20 +281,57 @@ CaseOutcome run_p2p_traffic(const RunOnEveryRank& run, int W, sim::Prng& prng, i
     for (std::size_t k = 0; k < expect.size() && failure.empty(); ++k)
       for (std::size_t x = 0; x < expect[k].count; ++x)
         if (in[k].get_int(x) != expect[k].value + static_cast<std::int64_t>(x)) {
-          failure = "rank " + std::to_string(me) + ": message " + std::to_string(k) + " from rank " +
-                    std::to_string(expect[k].src) + " (tag " + std::to_string(expect[k].tag) + ") element " +
-                    std::to_string(x) + " is " + std::to_string(in[k].get_int(x)) + ", expected " +
-                    std::to_string(expect[k].value + static_cast<std::int64_t>(x)) +
+          failure = wrong_element(c.rank(), std::to_string(k), expect[k].src, expect[k].tag, x, in[k].get_int(x),
+                                  expect[k].value + static_cast<std::int64_t>(x)) +
                     " (a message overtook another, or was corrupted)";
           break;
         }
     co_await wait_all(works);
   };
   const RunResult res = run(program);
-  if (!res.ok()) return failed_run(res, context);
-  CaseOutcome out;
-  out.failure = failure;
-  return out;
+  return traffic_outcome(res, failure, context);
+}
+
+CaseOutcome run_long_stream(const RunOnEveryRank& run, int W, int messages, int window, const std::string& context) {
+  if (W < 2) return {};
+  // Message k of rank r: its count and element x.
+  auto count_of = [](int k) -> std::size_t { return k % 97 == 96 ? 9000 : 1 + static_cast<std::size_t>(k % 4); };
+  auto value = [](int r, int k, std::size_t x) {
+    return std::int64_t{r} * 1'000'000'000'000 + std::int64_t{k} * 10'000 + static_cast<std::int64_t>(x);
+  };
+  std::string failure;
+  auto program = [&](Dist& c) -> Task<void> {
+    const int me = c.rank(), next = (me + 1) % W, prev = (me + W - 1) % W;
+    for (int first = 0; first < messages; first += window) {
+      const int n = std::min(window, messages - first);
+      std::vector<Tensor> out, in;
+      out.reserve(static_cast<std::size_t>(n));
+      in.reserve(static_cast<std::size_t>(n));
+      std::vector<Work> sends, recvs;
+      for (int k = first; k < first + n; ++k) {
+        const auto count = static_cast<std::int64_t>(count_of(k));
+        in.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
+        recvs.push_back(c.irecv(in.back(), prev, k % 5));
+        out.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
+        for (std::size_t x = 0; x < count_of(k); ++x) out.back().set_int(x, value(me, k, x));
+        sends.push_back(c.isend(out.back(), next, k % 5));
+      }
+      co_await wait_all(recvs);
+      for (int i = 0; i < n && failure.empty(); ++i) {
+        const int k = first + i;
+        for (std::size_t x = 0; x < count_of(k); ++x) {
+          const std::int64_t got = in[static_cast<std::size_t>(i)].get_int(x);
+          if (got == value(prev, k, x)) continue;
+          failure = wrong_element(me, std::to_string(k) + " of " + std::to_string(messages), prev, k % 5, x, got,
+                                  value(prev, k, x));
+          break;
+        }
+      }
+      co_await wait_all(sends);
+    }
+  };
+  const RunResult res = run(program);
+  return traffic_outcome(res, failure, context);
 }
 
 namespace {

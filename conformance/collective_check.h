@@ -77,6 +77,16 @@ CaseOutcome run_p2p_traffic(const RunOnEveryRank& run, int world, sim::Prng& prn
                             const std::string& context = "");
 std::string run_p2p_traffic(LocalWorld& world, sim::Prng& prng, int per_rank, const std::string& context = "");
 
+// A long run in one world: every rank streams `messages` messages to the
+// next rank of a ring (the previous one's arrive meanwhile), `window` in
+// flight at a time, on five tags in turn; most hold 1 to 4 int64, every
+// 97th is 9,000 (72 KB: above the default eager threshold, a rendezvous).
+// Every element is checked. Thousands of frames on each channel: channel
+// sequence numbers, rendezvous ids and a transport's own counters go past
+// 2^8 (and past 2^16 with 70,000 messages).
+CaseOutcome run_long_stream(const RunOnEveryRank& run, int world, int messages, int window,
+                            const std::string& context = "");
+
 // The same traffic as run_p2p_traffic, each rank issuing all its sends and
 // receives in one batch_isend_irecv (receives first, in a random order of
 // tags) on a random group that holds every rank, named in a random order

@@ -186,6 +186,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       jo.seed = seed;
       jo.timeout_ns = processes ? (timeout_ns > 0 ? timeout_ns : o.timeout_ns) : 0;
       jo.strided_views = strided;
+      jo.scribble_completed_sends = true;
       sim::SimulationOptions simulation;
       simulation.network.jitter_fraction = 0.5;
       if (backend.simulated) jo.simulation = &simulation;
@@ -441,6 +442,46 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       return ran;
     };
     pending.push_back(std::move(p));
+  }
+
+  // Long runs: many ops in one world, thousands of frames, counters past
+  // 2^8 (channel sequence numbers, rendezvous ids, a group's collective
+  // sequence numbers). Every other case stays under 1,000 frames in its
+  // world: a transport wrong on its 1,000th frame fails only here.
+  auto long_run = [&](const std::string& name, int world, std::function<CaseOutcome(const RunOnEveryRank&)> body,
+                      std::string what) {
+    Pending p;
+    p.feature = "long_runs";
+    p.name = name;
+    p.kind = "property";
+    p.world = world;
+    p.replay = "collie conformance --backend " + o.backend + conf_flags + " --filter '^long_runs/" + name + "$'";
+    p.run = [world, body = std::move(body), what = std::move(what), on_job, property] {
+      return property(body(on_job(world, 1)), what);
+    };
+    pending.push_back(std::move(p));
+  };
+  {
+    constexpr int kLongRunSalt = 13;
+    sim::Prng prng = case_prng(kLongRunSalt, 0);
+    std::vector<CollectiveCase> cases;
+    for (int i = 0; i < 400; ++i) {
+      CollectiveCase c = random_case(kinds[prng.below(kinds.size())], 3, prng);
+      c.group.clear();  // one group: its sequence numbers pass 2^8
+      c.count = std::min<std::size_t>(c.count, 13);
+      cases.push_back(c);
+    }
+    long_run("collectives_400_in_one_world", 3,
+             [cases, strict](const RunOnEveryRank& run) { return run_and_check(run, 3, cases, strict, ""); },
+             "400 collectives of every kind on one world of 3");
+    // Past 2^10 on each channel by default; deeper runs (--cases above 20)
+    // pass 2^16 too (134,000 frames: about 1.3 s of CPU on the simulator).
+    for (const int messages : {1500, 66000}) {
+      if (messages > 1500 && o.cases_per_feature <= kShallowCases) continue;
+      long_run("stream_" + std::to_string(messages) + "_messages", 2,
+               [messages](const RunOnEveryRank& run) { return run_long_stream(run, 2, messages, 64, ""); },
+               std::to_string(messages) + " messages each way on one world of 2, 64 in flight");
+    }
   }
 
   std::regex re;

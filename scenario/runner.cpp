@@ -259,9 +259,11 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   jo.timing_only = res.timing_only;
   jo.process_faults = process_faults;
   jo.simulation = backend.simulated ? &simulation : nullptr;
+  // A checked run holds the transport to its sends' buffers too.
+  jo.scribble_completed_sends = s.check && !res.timing_only;
 
   RunLog log;
-  log.records.enabled = s.check && !res.timing_only;
+  log.records.enabled = jo.scribble_completed_sends;
   // Interpreters before the job: a job that ends holding suspended rank
   // programs (a deadlock) destroys them before the interpreters they use.
   std::vector<std::unique_ptr<Interpreter>> interpreters(static_cast<std::size_t>(s.world));
