@@ -11,7 +11,8 @@ file(GLOB fuzz_sources
   ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/sim/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/*.cpp ${PROJECT_SOURCE_DIR}/backends/torch/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
+  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_version.cpp
+  ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
   # The CUDA backends on HostRuntime only (CudaRuntime needs the toolkit).
   ${PROJECT_SOURCE_DIR}/backends/cuda/host_runtime.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_transport.cpp
   ${PROJECT_SOURCE_DIR}/backends/cuda/staging.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/host_tensor_dist.cpp

@@ -84,7 +84,8 @@ class ForwardingDist : public Dist {
       after();
       return;
     }
-    s.on_finish = [before = std::move(s.on_finish), after = std::move(after)] {
+    std::function<void()>& hook = s.more().on_finish;
+    hook = [before = std::move(hook), after = std::move(after)] {
       if (before) before();
       after();
     };
