@@ -38,6 +38,7 @@
 #include "tools/calibrate.h"
 #include "tools/backend_flags.h"
 #include "tools/launch.h"
+#include "tools/result_json.h"
 #include "tools/run_script.h"
 #include "tools/worker_command.h"
 
@@ -83,11 +84,7 @@ struct Progress {
   }
 };
 
-std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using collie::tools::hex;
 
 void print_result(const ScenarioResult& r, int verbosity) {
   if (verbosity >= 0) {
@@ -157,16 +154,8 @@ nlohmann::json to_json(const ScenarioResult& r) {
   j["outcome"] = r.outcome;
   j["detail"] = r.detail;
   j["failures"] = r.failures;
-  j["backend"] = r.backend;
-  j["seed"] = r.seed;
-  j["world"] = r.world;
-  j["checks"] = r.checks;
-  j["wall_seconds"] = r.wall_seconds;
-  j["replay"] = r.replay;
+  collie::tools::add_run_fields(j, r);
   if (r.simulated) {
-    j["virtual_time_ns"] = r.virtual_time;
-    j["trace_hash"] = hex(r.trace_hash);
-    j["events"] = r.events;
     j["events_per_second"] = static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9);
     j["timing_only"] = r.timing_only;
   }

@@ -1,5 +1,6 @@
 #include "tools/run_script.h"
 
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "script/script_run.h"
 #include "tools/backend_flags.h"
+#include "tools/result_json.h"
 
 namespace collie::tools {
 
@@ -22,12 +24,6 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitInvalid = 2;
-
-std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 void print_block(const std::string& text, const std::string& indent) {
   std::istringstream lines(text);
@@ -74,18 +70,8 @@ nlohmann::json to_json(const script::ScriptResult& result) {
   j["failures"] = r.failures;
   j["notes"] = r.notes;
   j["program"] = result.program;
-  j["backend"] = r.backend;
   j["implementation"] = r.implementation;
-  j["seed"] = r.seed;
-  j["world"] = r.world;
-  j["checks"] = r.checks;
-  j["replay"] = r.replay;
-  j["wall_seconds"] = r.wall_seconds;
-  if (r.simulated) {
-    j["virtual_time_ns"] = r.virtual_time;
-    j["trace_hash"] = hex(r.trace_hash);
-    j["events"] = r.events;
-  }
+  add_run_fields(j, r);
   if (!result.record_path.empty()) j["recorded"] = result.record_path;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& l : r.output) out.push_back({{"rank", l.rank}, {"time_ns", l.time}, {"text", l.text}});
