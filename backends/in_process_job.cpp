@@ -113,6 +113,7 @@ class InProcessJob final : public Job {
     for (int r = 0; r < o.world_size; ++r) ts.push_back(&backend_->transport(r));
     CommunicatorOptions co;
     co.eager_threshold_bytes = o.eager_threshold_bytes;
+    co.scribble_completed_sends = o.scribble_completed_sends;
     co.observer = backend_->observer();
     if (!o.process_faults.empty() || o.track_in_flight) {
       watch_ = std::make_unique<JobObserver>(*backend_, co.observer, o.process_faults, o.world_size, o.track_in_flight);

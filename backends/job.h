@@ -56,9 +56,18 @@ struct JobOptions {
   bool timing_only = false;
   std::vector<ProcessFault> process_faults;
   const sim::SimulationOptions* simulation = nullptr;  // simulated backends only
+  // Process backends: each worker hands the library every tensor as a
+  // non-contiguous view holding the same values (every other element of a
+  // buffer twice as wide, as a program passes a strided slice); a worker
+  // whose adapter cannot fails each op as unsupported, saying so. collie's
+  // core ignores it: its views are contiguous by contract (core/tensor.h).
+  bool strided_views = false;
   // Keep a record of each rank's ops in flight that another thread may read
   // while run() is stuck (Job::in_flight_report; the conformance watchdog).
   bool track_in_flight = false;
+  // collie's core: checking runs overwrite a completed send's buffer until
+  // its rank runs again (CommunicatorOptions::scribble_completed_sends).
+  bool scribble_completed_sends = false;
 };
 
 // A rank's part of a job's program.

@@ -15,7 +15,8 @@
 // 3: Transport derives from Executor; BackendOptions lost the simulator's fields.
 // 4: InProcessBackend gained can_crash() and crash().
 // 5: Transport gained memory_space().
-#define COLLIE_PLUGIN_ABI_VERSION 5
+// 6: FrameHeader gained its check words (core/frame_check.h).
+#define COLLIE_PLUGIN_ABI_VERSION 6
 
 extern "C" {
 

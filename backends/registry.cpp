@@ -75,10 +75,22 @@ std::string BackendRegistry::load_plugin(const std::string& path) {
     usage("backend plugin " + path + " does not export collie_backend_plugin()");
   }
   const CollieBackendPlugin* p = entry();
-  if (!p || p->abi_version != COLLIE_PLUGIN_ABI_VERSION || !p->name || !p->create) {
+  // Everything said about a refused plugin is read before dlclose(): its
+  // descriptor lives in the library's own memory.
+  std::string refused;
+  if (!p) {
+    refused = "backend plugin " + path + ": collie_backend_plugin() returned null";
+  } else if (p->abi_version != COLLIE_PLUGIN_ABI_VERSION) {
+    refused = "backend plugin " + path + " was built for plugin ABI version " + std::to_string(p->abi_version) +
+              "; this collie loads version " + std::to_string(COLLIE_PLUGIN_ABI_VERSION) +
+              " (rebuild it against this collie's headers, backends/plugin.h)";
+  } else if (!p->name || !p->create) {
+    refused = "backend plugin " + path + " (ABI version " + std::to_string(p->abi_version) + ") has no " +
+              (p->name ? "create function" : "name");
+  }
+  if (!refused.empty()) {
     dlclose(h);
-    usage("backend plugin " + path + " has ABI version " + std::to_string(p ? p->abi_version : -1) +
-          "; this collie needs " + std::to_string(COLLIE_PLUGIN_ABI_VERSION) + " with a name and a create function");
+    usage(refused);
   }
   BackendInfo info;
   info.name = p->name;

@@ -32,7 +32,7 @@ std::string hex_bits(const std::byte* p, std::size_t size) {
 
 }  // namespace
 
-std::string compare_tensors(const Tensor& got, const Tensor& want, const CompareRule& rule) {
+std::string compare_tensors(const Tensor& got, const Tensor& want, const CompareRule& rule, std::size_t* element) {
   if (got.dtype() != want.dtype())
     return std::string("is ") + std::string(dtype_name(got.dtype())) + ", " + rule.want_is + " " +
            std::string(dtype_name(want.dtype()));
@@ -61,6 +61,7 @@ std::string compare_tensors(const Tensor& got, const Tensor& want, const Compare
       g_text += " (" + hex_bits(g + i * es, es) + ")";
       w_text += " (" + hex_bits(w + i * es, es) + ")";
     }
+    if (element) *element = i;
     return "element " + std::to_string(i) + " is " + g_text + ", " + rule.want_is + " " + w_text;
   }
   return {};

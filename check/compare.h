@@ -40,8 +40,10 @@ struct CompareRule {
 
 // Empty when `got` equals `want` under `rule`; otherwise the first
 // difference: "element 3 is 2.0, the oracle says 4.0" or "has 4 elements,
-// expected 5".
-std::string compare_tensors(const Tensor& got, const Tensor& want, const CompareRule& rule = {});
+// expected 5". `element`, when given, receives the index of the element
+// that differs (left alone for a dtype or count that differs).
+std::string compare_tensors(const Tensor& got, const Tensor& want, const CompareRule& rule = {},
+                            std::size_t* element = nullptr);
 
 // The rounding a floating dtype allows per combination (its epsilon; 0 for
 // the exact dtypes).

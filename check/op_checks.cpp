@@ -104,8 +104,9 @@ Tensor element(const Tensor& t, std::size_t i) {
 // (empty if none), with `note` the first it leaves open -- a NaN's sign or
 // payload, a zero's sign, and whether MIN/MAX propagate NaN (collie's core
 // does, as torch.minimum does; NCCL's and Gloo's need not).
-std::string special_difference(const Tensor& got, const Tensor& want, bool min_max, std::string& note) {
-  const std::string loose = compare_tensors(got, want, CompareRule{.want_is = "the oracle says"});
+std::string special_difference(const Tensor& got, const Tensor& want, bool min_max, std::string& note,
+                               std::size_t* at) {
+  const std::string loose = compare_tensors(got, want, CompareRule{.want_is = "the oracle says"}, at);
   if (!min_max || got.count() != want.count() || got.dtype() != want.dtype()) {
     if (loose.empty())
       note = compare_tensors(got, want, CompareRule{.bitwise = true, .want_is = "the oracle says"}) +
@@ -133,6 +134,7 @@ std::string special_difference(const Tensor& got, const Tensor& want, bool min_m
                "does, as torch.minimum and torch.maximum do)";
       continue;
     }
+    if (at) *at = i;
     return "element " + std::to_string(i) + " is " + format_item(got, i) + ", the oracle says " + format_item(want, i);
   }
   return {};
@@ -141,15 +143,15 @@ std::string special_difference(const Tensor& got, const Tensor& want, bool min_m
 // How one output tensor differs from the oracle's, judged as the record
 // asks: a violation (returned) or a difference torch leaves open (`note`).
 std::string judge(const CollectiveRecord& r, const Tensor& got, const Tensor& want, const CompareRule& rule,
-                  const std::vector<const Tensor*>& operands, std::string& note) {
+                  const std::vector<const Tensor*>& operands, std::string& note, std::size_t* at) {
   const CompareRule exact{.bitwise = true, .want_is = "the oracle says"};
   // Special values are compared bit for bit first: a NaN's or a zero's bits
   // that differ are a note even where the values are equal.
-  std::string d = compare_tensors(got, want, r.judging.exact || r.judging.special_values ? exact : rule);
+  std::string d = compare_tensors(got, want, r.judging.exact || r.judging.special_values ? exact : rule, at);
   if (d.empty()) return d;
   if (r.judging.special_values) {
     const bool min_max = rule.reduced && (rule.op == ReduceOp::kMin || rule.op == ReduceOp::kMax);
-    return special_difference(got, want, min_max, note);
+    return special_difference(got, want, min_max, note, at);
   }
   const bool sums = rule.op == ReduceOp::kSum || rule.op == ReduceOp::kAvg;
   if (!r.judging.exact && rule.reduced && sums && is_floating(got.dtype()) && !operands.empty()) {
@@ -157,9 +159,35 @@ std::string judge(const CollectiveRecord& r, const Tensor& got, const Tensor& wa
     const Tensor magnitudes = magnitude_sum(operands);
     CompareRule scaled = rule;
     scaled.magnitudes = &magnitudes;
-    d = compare_tensors(got, want, scaled);
+    d = compare_tensors(got, want, scaled, at);
   }
   return d;
+}
+
+// What a wrong output needs to be understood without rerunning the case:
+// for a reduction, each contributor's input at the wrong element; for
+// data moved unchanged, whose input the output holds instead.
+std::string provenance(const CollectiveRecord& r, const Tensor& got, const std::vector<const Tensor*>& operands,
+                       std::optional<std::size_t> at) {
+  constexpr std::size_t kShown = 8;
+  if (!operands.empty()) {
+    if (!at) return {};
+    std::string s = " (inputs at element " + std::to_string(*at) + ":";
+    for (std::size_t j = 0; j < operands.size() && j < kShown; ++j)
+      s += (j ? ", rank " : " rank ") + std::to_string(r.members[j]) + " " +
+           (*at < operands[j]->count() ? format_item(*operands[j], *at) : std::string("-"));
+    if (operands.size() > kShown) s += ", ... " + std::to_string(operands.size() - kShown) + " more";
+    return s + ")";
+  }
+  for (const auto& [rank, blocks] : r.inputs)
+    for (std::size_t b = 0; b < blocks.size(); ++b)
+      if (blocks[b].count() == got.count() && got.count() > 0 && reference::bitwise_equal(blocks[b], got)) {
+        const auto g = std::lower_bound(r.members.begin(), r.members.end(), rank) - r.members.begin();
+        return " (it holds rank " + std::to_string(rank) + "'s input" +
+               (blocks.size() > 1 ? " block " + std::to_string(b) : std::string()) + ", group rank " +
+               std::to_string(g) + ")";
+      }
+  return {};
 }
 
 }  // namespace
@@ -229,12 +257,16 @@ int check_collectives(const OpRecords& records, std::vector<Finding>& findings) 
           }
         }
         std::string note;
-        const std::string d =
-            judge(r, got[k], *exp[k], unspecified ? CompareRule{.want_is = "the oracle says"} : rule,
-                  operands_of(m, k), note);
+        constexpr std::size_t unset = static_cast<std::size_t>(-1);
+        std::size_t wrong = unset;
+        const std::vector<const Tensor*> operands = operands_of(m, k);
+        const std::string d = judge(r, got[k], *exp[k], unspecified ? CompareRule{.want_is = "the oracle says"} : rule,
+                                    operands, note, &wrong);
         if (!note.empty()) findings.push_back({Finding::Kind::kUnspecified, at + note});
         if (d.empty()) continue;
         std::string text = at + d;
+        if (!unspecified)
+          text += provenance(r, got[k], operands, wrong == unset ? std::nullopt : std::optional<std::size_t>(wrong));
         if (unspecified)
           text += " (a non-destination rank of reduce: torch leaves its tensor unspecified; collie's core leaves it "
                   "unchanged)";

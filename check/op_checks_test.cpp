@@ -40,7 +40,8 @@ TEST(OpChecks, WrongValueIsAViolationNamingRankCallAndValues) {
   check_collectives(all_reduce_of({6, 7, 6}), f);
   ASSERT_FALSE(f.empty());
   EXPECT_EQ(f[0].kind, Finding::Kind::kViolation);
-  EXPECT_EQ(f[0].text, "t.yaml:3:5: all_reduce #1 on world: rank 1 element 0 is 7, the oracle says 6");
+  EXPECT_EQ(f[0].text, "t.yaml:3:5: all_reduce #1 on world: rank 1 element 0 is 7, the oracle says 6 (inputs at element 0: rank 0 1, rank 1 2, "
+            "rank 2 3)");
 }
 
 TEST(OpChecks, ReduceNonDestinationChangesAreUnspecifiedNotViolations) {
@@ -115,7 +116,8 @@ TEST(OpChecks, ReduceScatterGivesEachRankTheReductionOfItsBlock) {
   // Rank 1 holding rank 0's block is caught.
   check_collectives(block_wise_of(CollectiveKind::kReduceScatter, {{30}, {30}, {36}}), f);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].text, "reduce_scatter #1 on world: rank 1 element 0 is 30, the oracle says 33");
+  EXPECT_EQ(f[0].text, "reduce_scatter #1 on world: rank 1 element 0 is 30, the oracle says 33 (inputs at element 0: rank 0 1, rank 1 11, "
+            "rank 2 21)");
 }
 
 TEST(OpChecks, AllToAllGivesEachRankItsBlockOfEveryInput) {
@@ -126,7 +128,8 @@ TEST(OpChecks, AllToAllGivesEachRankItsBlockOfEveryInput) {
   // Blocks that arrived in the wrong order (a transposition bug) are caught.
   check_collectives(block_wise_of(CollectiveKind::kAllToAll, {{0, 10, 20}, {1, 21, 11}, {2, 12, 22}}), f);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].text, "all_to_all #1 on world: rank 1 entry 1 element 0 is 21, the oracle says 11");
+  EXPECT_EQ(f[0].text, "all_to_all #1 on world: rank 1 entry 1 element 0 is 21, the oracle says 11 (it holds rank 2's input block 1, "
+            "group rank 2)");
 }
 
 TEST(OpChecks, BlockWiseCallsWithTheWrongNumberOfInputBlocksAreNotJudged) {

@@ -11,7 +11,8 @@ file(GLOB fuzz_sources
   ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/sim/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/*.cpp ${PROJECT_SOURCE_DIR}/backends/torch/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
+  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_version.cpp
+  ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
   # The CUDA backends on HostRuntime only (CudaRuntime needs the toolkit).
   ${PROJECT_SOURCE_DIR}/backends/cuda/host_runtime.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_transport.cpp
   ${PROJECT_SOURCE_DIR}/backends/cuda/staging.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/host_tensor_dist.cpp
@@ -26,7 +27,8 @@ set(fuzz_tests
   ${PROJECT_SOURCE_DIR}/backends/tcp/wire_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/tcp/rendezvous_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/backends/remote/op_protocol_fuzz_test.cpp
-  ${PROJECT_SOURCE_DIR}/core/frame_sink_fuzz_test.cpp)
+  ${PROJECT_SOURCE_DIR}/core/frame_sink_fuzz_test.cpp
+  ${PROJECT_SOURCE_DIR}/core/transport_fuzz_test.cpp)
 add_executable(fuzz_test ${fuzz_tests} ${fuzz_sources})
 collie_target(fuzz_test)
 target_compile_definitions(fuzz_test PRIVATE COLLIE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" ASIO_STANDALONE

@@ -1,6 +1,7 @@
 # `cmake --install build --prefix P` installs collie as a tool and a library:
 #   P/bin/collie (and collie-mpi-worker beside it, when MPI was found);
-#   P/share/collie/scenarios and the torch driver, found by collie relative
+#   P/share/collie/scenarios, the torch driver and the script hook
+#     (script/python), found by collie relative
 #     to its own location (backends/data_path.h);
 #   P/include/collie/{core,backends,sim}/...: the public headers;
 #   P/lib/libcollie_core.a, libcollie_tcp.a and a CMake package:
@@ -20,6 +21,9 @@ endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scenarios DESTINATION ${CMAKE_INSTALL_DATADIR}/collie)
 install(FILES ${PROJECT_SOURCE_DIR}/backends/torch/collie_torch_worker.py
         DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/torch)
+# collie run -- python ...: the hook put on the program's PYTHONPATH.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/script/python DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/script
+        PATTERN "__pycache__" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/backends/remote/collie_fork_server.py
         DESTINATION ${CMAKE_INSTALL_DATADIR}/collie/backends/remote)
 

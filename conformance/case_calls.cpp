@@ -7,18 +7,24 @@ namespace collie::conformance {
 
 namespace {
 
-Tensor of_count(DType dtype, std::size_t count) { return Tensor(dtype, {static_cast<std::int64_t>(count)}); }
+// A tensor of `count` elements: rows of `row` elements when it is set (and
+// divides the count), else 1-D.
+Tensor of_count(DType dtype, std::size_t count, std::int64_t row) {
+  const auto n = static_cast<std::int64_t>(count);
+  if (row > 0 && n % row == 0) return Tensor(dtype, {n / row, row});
+  return Tensor(dtype, {n});
+}
 
-Tensor sentinel(DType dtype, std::size_t count) {
-  Tensor t = of_count(dtype, count);
+Tensor sentinel(DType dtype, std::size_t count, std::int64_t row) {
+  Tensor t = of_count(dtype, count, row);
   for (std::size_t i = 0; i < t.count(); ++i) t.set(i, kSentinel);
   return t;
 }
 
-Tensor concat(const std::vector<Tensor>& blocks, DType dtype) {
+Tensor concat(const std::vector<Tensor>& blocks, DType dtype, std::int64_t row) {
   std::size_t total = 0;
   for (const Tensor& b : blocks) total += b.count();
-  Tensor t = of_count(dtype, total);
+  Tensor t = of_count(dtype, total, row);
   std::size_t at = 0;
   for (const Tensor& b : blocks) {
     if (b.bytes()) std::memcpy(static_cast<std::byte*>(t.data()) + at, b.data(), b.bytes());
@@ -46,6 +52,7 @@ CaseCall case_call(const CollectiveCase& c, int rank, int world) {
   CaseCall out;
   DistCall& call = out.call;
   call.kind = c.op_kind();
+  call.async = c.async_op;
   const OpSpec& spec = call.spec();
   call.peer = spec.rooted ? c.root : -1;
   call.reduce_op = c.reduce_op;
@@ -57,8 +64,8 @@ CaseCall case_call(const CollectiveCase& c, int rank, int world) {
   const bool uneven = c.uneven && c.op == CollectiveKind::kAllToAll;
   auto block = [&](bool input, int i, int sender_g) {
     const int from = input ? g : i, to = input ? i : g;
-    Tensor t = input ? of_count(c.dtype, uneven ? block_count(c, from, to) : c.count)
-                     : sentinel(c.dtype, uneven ? block_count(c, from, to) : c.count);
+    Tensor t = input ? of_count(c.dtype, uneven ? block_count(c, from, to) : c.count, c.row)
+                     : sentinel(c.dtype, uneven ? block_count(c, from, to) : c.count, c.row);
     if (input) fill_inputs(t, c, sender_g, i);
     return t;
   };
@@ -73,13 +80,13 @@ CaseCall case_call(const CollectiveCase& c, int rank, int world) {
     } else if (o.blocks) {
       std::vector<Tensor> parts;
       for (int i = 0; i < n; ++i) parts.push_back(block(input, i, g));
-      slots[k].push_back(concat(parts, c.dtype));
+      slots[k].push_back(concat(parts, c.dtype, c.row));
     } else if (input) {
-      Tensor t = of_count(c.dtype, c.count);
+      Tensor t = of_count(c.dtype, c.count, c.row);
       fill_inputs(t, c, g, -1);
       slots[k].push_back(std::move(t));
     } else {
-      slots[k].push_back(sentinel(c.dtype, c.count));
+      slots[k].push_back(sentinel(c.dtype, c.count, c.row));
     }
   }
   if (spec.splits && uneven) {

@@ -1,21 +1,27 @@
 #include "conformance/collective_case.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
 namespace collie::conformance {
 
-std::string CollectiveCase::describe() const {
+std::string CollectiveCase::describe(bool with_algorithm, int group_size) const {
+  const OpSpec& spec = op_spec(op_kind());
   std::ostringstream os;
-  os << collective_name(op) << "(" << dtype_name(dtype) << " x " << count;
-  if (op == CollectiveKind::kReduce || op == CollectiveKind::kAllReduce || op == CollectiveKind::kReduceScatter)
-    os << ", " << reduce_op_name(reduce_op);
-  if (op == CollectiveKind::kBroadcast || op == CollectiveKind::kReduce || op == CollectiveKind::kScatter ||
-      op == CollectiveKind::kGather)
-    os << ", root " << root;
-  os << ", " << algorithm_name(algorithm) << ") on ";
+  std::vector<std::string> args;
+  if (std::any_of(spec.operands.begin(), spec.operands.end(), [](const Operand& o) { return o.present(); }))
+    args.push_back(std::string(dtype_name(dtype)) + " x " + std::to_string(count) +
+                   (row > 0 ? " in rows of " + std::to_string(row) : std::string()));
+  if (spec.reduce_op) args.emplace_back(reduce_op_name(reduce_op));
+  if (spec.rooted) args.push_back("root " + std::to_string(root));
+  if (with_algorithm && spec.algorithm) args.emplace_back(algorithm_name(algorithm));
+  os << spec.name << "(";
+  for (std::size_t i = 0; i < args.size(); ++i) os << (i ? ", " : "") << args[i];
+  os << ") on ";
   if (group.empty()) {
     os << "world";
   } else {
@@ -24,13 +30,43 @@ std::string CollectiveCase::describe() const {
     os << "{";
     for (std::size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
     os << "}";
+    if (g != group) {
+      os << " (named {";
+      for (std::size_t i = 0; i < group.size(); ++i) os << (i ? "," : "") << group[i];
+      os << "})";
+    }
   }
   os << " data_seed " << data_seed;
-  if (tensor_form) os << " tensor_form";
-  if (uneven) os << " uneven";
+  if (async_op) os << " async";
+  if (strided) os << " strided";
   if (special_values) os << " special_values";
   if (rounding) os << " rounding";
+  if (negative) os << " negative";
+  if (edges) os << " edges";
+  if (late_rank >= 0) os << ", rank " << late_rank << " enters " << late_ns / 1'000'000 << " ms late";
+  if (uneven && op == CollectiveKind::kAllToAll && group_size > 0) {
+    // Each group rank's input and output split sizes (elements), the
+    // first eight ranks': what a failing case needs to be read alone.
+    const int shown = std::min(group_size, 8);
+    os << "; split sizes in/out by group rank:";
+    for (int g = 0; g < shown; ++g) {
+      os << " " << g << ": [";
+      for (int i = 0; i < group_size; ++i) os << (i ? "," : "") << block_count(*this, g, i);
+      os << "]/[";
+      for (int i = 0; i < group_size; ++i) os << (i ? "," : "") << block_count(*this, i, g);
+      os << "]";
+    }
+    if (group_size > shown) os << " ...";
+  }
   return os.str();
+}
+
+CollectiveCase case_of(OpKind kind) {
+  const OpSpec& spec = op_spec(kind);
+  CollectiveCase c;
+  c.op = spec.collective;
+  for (const Operand& o : spec.operands) c.tensor_form = c.tensor_form || o.blocks;
+  return c;
 }
 
 namespace {
@@ -85,6 +121,30 @@ void set_special(Tensor& t, std::size_t i, std::uint64_t cls, std::uint64_t h, b
   }
 }
 
+// An integer dtype's edge value chosen by `h` (CollectiveCase::edges).
+std::int64_t edge_value(DType dt, std::uint64_t h) {
+  switch (dt) {
+    case DType::kInt8: {
+      static constexpr std::int64_t kV[] = {-128, -127, -1, 0, 1, 126, 127};
+      return kV[h % std::size(kV)];
+    }
+    case DType::kUInt8: {
+      static constexpr std::int64_t kV[] = {0, 1, 127, 128, 129, 254, 255};
+      return kV[h % std::size(kV)];
+    }
+    case DType::kInt32: {
+      static constexpr std::int64_t kV[] = {INT32_MIN, INT32_MIN + 1, -1, 0, 1, INT32_MAX - 1, INT32_MAX};
+      return kV[h % std::size(kV)];
+    }
+    case DType::kInt64: {
+      static constexpr std::int64_t kV[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX};
+      return kV[h % std::size(kV)];
+    }
+    default:
+      return static_cast<std::int64_t>(h & 1);  // bool
+  }
+}
+
 }  // namespace
 
 void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_index) {
@@ -104,6 +164,13 @@ void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_in
       const double m = 1.0 + static_cast<double>(h & 0xffff) / 65536.0;
       const double v = std::ldexp(m, product ? static_cast<int>((h >> 16) % 4) - 2 : static_cast<int>((h >> 16) % 7) - 3);
       t.set(i, (h >> 24) & 1 ? -v : v);
+    } else if (c.edges && !is_floating(t.dtype())) {
+      t.set_int(i, edge_value(t.dtype(), h));
+    } else if (c.negative && t.dtype() != DType::kUInt8 && t.dtype() != DType::kBool) {
+      // Small magnitudes: exact in every dtype and order (PRODUCT: -1, -2).
+      const auto v = product ? -1 - static_cast<std::int64_t>(h & 1) : -1 - static_cast<std::int64_t>(h % 100);
+      if (is_floating(t.dtype())) t.set(i, static_cast<double>(v));
+      else t.set_int(i, v);
     } else if (t.dtype() == DType::kBool) {
       t.set(i, static_cast<double>(h & 1));
     } else if (is_floating(t.dtype())) {
@@ -136,6 +203,10 @@ OpKind CollectiveCase::op_kind() const {
 std::size_t block_count(const CollectiveCase& c, int from, int to) {
   if (!c.uneven) return c.count;
   std::uint64_t x = c.data_seed ^ (static_cast<std::uint64_t>(from) << 20) ^ (static_cast<std::uint64_t>(to) << 40);
+  if (c.row > 1) {
+    const auto row = static_cast<std::size_t>(c.row);
+    return row * (sim::Prng::splitmix64(x) % (2 * (c.count / row) + 1));
+  }
   return sim::Prng::splitmix64(x) % (2 * c.count + 1);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/algorithm.h"
+#include "core/executor.h"
 #include "core/frame.h"
 #include "core/op.h"
 #include "core/reduce_op.h"
@@ -50,14 +51,43 @@ struct CollectiveCase {
   // all_to_all_single (instead of all_gather, reduce_scatter, all_to_all).
   bool tensor_form = false;
   // all_to_all: each pair's block has its own size, 0 .. 2 * count
-  // (all_to_all_single passes split sizes).
+  // (all_to_all_single passes split sizes), whole rows when `row` is set.
   bool uneven = false;
+  // The async form (torch's async_op=True: the library's nonblocking call,
+  // waited for later) instead of the blocking one.
+  bool async_op = false;
+  // Two-dimensional tensors of rows of `row` elements (count and every
+  // block a whole number of rows), as a program shapes them; 0: 1-D.
+  std::int64_t row = 0;
+  // Process backends hand the library non-contiguous views of the tensors
+  // (JobOptions::strided_views); the values are the same.
+  bool strided = false;
+  // Every contributor negative (integer and floating dtypes; unsigned ones
+  // keep their usual inputs): a MIN or MAX that starts from 0 shows.
+  bool negative = false;
+  // Integer inputs at their dtype's edges (int8 -128, -127, -1, 0, 1, 126,
+  // 127; uint8 0, 1, 127, 128, 129, 254, 255; the int32/int64 extremes;
+  // bool 0/1): wrapping, sign and width mistakes show. Floating dtypes
+  // keep their usual inputs.
+  bool edges = false;
+  // Global rank that issues its calls late_ns (its executor's clock) after
+  // the others: a barrier must hold every other member until it enters.
+  int late_rank = -1;
+  Nanos late_ns = 0;
 
-  std::string describe() const;       // "all_reduce(float32 x 5, SUM, ring) on {0,2,3}"
+  // "all_reduce(float32 x 5, SUM, ring) on {0,2,3} data_seed 1 async";
+  // without the algorithm for an implementation that picks its own (a
+  // library: collie's algorithm would mislabel it). Given the group's size,
+  // an uneven all_to_all lists its split sizes.
+  std::string describe(bool with_algorithm = true, int group_size = 0) const;
   // The op of core/op.h's table the case calls: the collective in its list
   // or its one-tensor form.
   OpKind op_kind() const;
 };
+
+// A case of `kind` (a collective of the table, in its list or one-tensor
+// form): op and tensor_form set, the rest default.
+CollectiveCase case_of(OpKind kind);
 
 // A random case of `op` for a world of `world` ranks, drawn from `prng`:
 // random group (the world half the time), dtype, supported reduce op, count

@@ -66,17 +66,31 @@ std::string unsupported(const RunResult& res) {
   return {};
 }
 
-CaseOutcome failed_run(const RunResult& res, const std::string& context) {
+
+// How a traffic run ended: the run's failure, else the first wrong value.
+CaseOutcome traffic_outcome(const RunResult& res, std::string failure, const std::string& context) {
+  if (!res.ok()) return failed_run(res, context);
   CaseOutcome out;
-  out.skipped = unsupported(res);
-  if (out.skipped.empty()) out.failure = "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
+  out.failure = std::move(failure);
   return out;
+}
+
+// "rank 1: message 4 from rank 0 (tag 2) element 3 is 7, expected 8".
+std::string wrong_element(int rank, const std::string& message, int src, int tag, std::size_t element,
+                          std::int64_t got, std::int64_t expected) {
+  return "rank " + std::to_string(rank) + ": message " + message + " from rank " + std::to_string(src) + " (tag " +
+         std::to_string(tag) + ") element " + std::to_string(element) + " is " + std::to_string(got) +
+         ", expected " + std::to_string(expected);
 }
 
 RunOnEveryRank on_local_world(LocalWorld& world, const std::string& context) {
   return [&world, context](const DistProgram& program) {
     return world.run([&program](Communicator& c) { return program(c); }, context);
   };
+}
+
+bool is_barrier(const CollectiveCase& c) {
+  return c.op == CollectiveKind::kBarrier || c.op == CollectiveKind::kMonitoredBarrier;
 }
 
 std::string strict_failure(const CaseOutcome& o) {
@@ -86,33 +100,102 @@ std::string strict_failure(const CaseOutcome& o) {
 
 }  // namespace
 
+CaseOutcome failed_run(const RunResult& res, const std::string& context) {
+  CaseOutcome out;
+  out.skipped = unsupported(res);
+  if (out.skipped.empty()) out.failure = "run failed" + (context.empty() ? "" : " (" + context + ")") + ": " + res.describe();
+  return out;
+}
+
 CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<CollectiveCase>& cases, bool strict,
-                          const std::string& context) {
+                          const std::string& context, bool library) {
   // Every rank's calls, made before the run (the buffers outlive it).
   std::vector<std::vector<CaseCall>> calls(static_cast<std::size_t>(W));
   for (int r = 0; r < W; ++r)
     for (const CollectiveCase& c : cases) calls[static_cast<std::size_t>(r)].push_back(case_call(c, r, W));
   check::OpRecords records;
+  // Barriers: how many members have entered each case's, counted by every
+  // rank's program (they all run in this process), and the first member
+  // found to have left one before every member entered.
+  std::vector<std::size_t> entered(cases.size());
+  std::string left_early;
+  Nanos late_ns = 0;
+  int late_rank = -1;
+  for (const CollectiveCase& c : cases)
+    if (c.late_rank >= 0 && c.late_ns > late_ns) late_ns = c.late_ns, late_rank = c.late_rank;
 
   auto program = [&](Dist& comm) -> Task<void> {
     const auto me = static_cast<std::size_t>(comm.rank());
     check::CallRecorder recorder(records, comm.rank(), W);
+    // One group per distinct list (each costs a library a rendezvous).
     std::vector<Group> groups;
-    for (const CollectiveCase& c : cases) groups.push_back(c.group.empty() ? Group() : comm.new_group(c.group));
+    std::map<std::vector<int>, Group> made;
+    for (const CollectiveCase& c : cases) {
+      if (c.group.empty()) {
+        groups.emplace_back();
+        continue;
+      }
+      auto it = made.find(c.group);
+      if (it == made.end()) it = made.emplace(c.group, comm.new_group(c.group)).first;
+      groups.push_back(it->second);
+    }
+    if (late_rank >= 0) {
+      // A start line: every rank's implementation has made the groups
+      // (for a library, a rendezvous that may take longer than the late
+      // rank's delay) before the late rank starts its delay.
+      Tensor mark(DType::kFloat32, {1});
+      co_await comm.all_reduce(mark, ReduceOp::kSum);
+      if (comm.rank() == late_rank) co_await sleep_for(comm.executor(), late_ns);
+    }
     std::vector<Work> works;
     std::vector<std::function<void(const Work&)>> recorded;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       DistCall& call = calls[me][k].call;
       call.group = groups[k];
-      recorded.push_back(recorder.before(call, group_label(cases[k], W), cases[k].describe()));
+      const int members = static_cast<int>(case_members(cases[k], W).size());
+      recorded.push_back(recorder.before(call, group_label(cases[k], W), cases[k].describe(!library, members)));
+      if (is_barrier(cases[k])) ++entered[k];
       works.push_back(dispatch(comm, call));
     }
-    co_await wait_all(works);
+    std::exception_ptr first;
+    for (std::size_t k = 0; k < works.size(); ++k) {
+      try {
+        co_await works[k];
+      } catch (...) {
+        if (!first) first = std::current_exception();
+        continue;
+      }
+      const std::vector<int> members = case_members(cases[k], W);
+      if (!is_barrier(cases[k]) || works[k].not_member() || entered[k] >= members.size() || !left_early.empty())
+        continue;
+      left_early = cases[k].describe(!library) + ": rank " + std::to_string(comm.rank()) + " left the " +
+                   std::string(op_spec(cases[k].op_kind()).name) + " when " + std::to_string(entered[k]) + " of its " +
+                   std::to_string(members.size()) + " members had entered" +
+                   (late_rank >= 0 ? " (rank " + std::to_string(late_rank) + " entered " +
+                                         std::to_string(late_ns / 1'000'000) + " ms late)"
+                                   : std::string()) +
+                   ": a barrier releases no member before every member entered";
+    }
+    if (first) std::rethrow_exception(first);
     for (std::size_t k = 0; k < works.size(); ++k)
       if (recorded[k]) recorded[k](works[k]);
   };
   const RunResult res = run(program);
-  if (!res.ok()) return failed_run(res, context);
+  if (!res.ok()) {
+    // The calls as the case made them (an error names the op, not its
+    // arguments: an uneven all_to_all's split sizes, say).
+    std::string calls_made = context;
+    for (std::size_t k = 0; k < cases.size() && k < 3; ++k)
+      calls_made += (calls_made.empty() ? "" : "; ") +
+                    cases[k].describe(!library, static_cast<int>(case_members(cases[k], W).size()));
+    if (cases.size() > 3) calls_made += "; ... " + std::to_string(cases.size() - 3) + " more calls";
+    return failed_run(res, calls_made);
+  }
+  if (!left_early.empty()) {
+    CaseOutcome out;
+    out.failure = left_early + (context.empty() ? "" : " (" + context + ")");
+    return out;
+  }
 
   // Case k is call number (earlier cases on its group) + 1 there.
   std::map<std::string, std::uint64_t> seq;
@@ -198,20 +281,57 @@ CaseOutcome run_p2p_traffic(const RunOnEveryRank& run, int W, sim::Prng& prng, i
     for (std::size_t k = 0; k < expect.size() && failure.empty(); ++k)
       for (std::size_t x = 0; x < expect[k].count; ++x)
         if (in[k].get_int(x) != expect[k].value + static_cast<std::int64_t>(x)) {
-          failure = "rank " + std::to_string(me) + ": message " + std::to_string(k) + " from rank " +
-                    std::to_string(expect[k].src) + " (tag " + std::to_string(expect[k].tag) + ") element " +
-                    std::to_string(x) + " is " + std::to_string(in[k].get_int(x)) + ", expected " +
-                    std::to_string(expect[k].value + static_cast<std::int64_t>(x)) +
+          failure = wrong_element(c.rank(), std::to_string(k), expect[k].src, expect[k].tag, x, in[k].get_int(x),
+                                  expect[k].value + static_cast<std::int64_t>(x)) +
                     " (a message overtook another, or was corrupted)";
           break;
         }
     co_await wait_all(works);
   };
   const RunResult res = run(program);
-  if (!res.ok()) return failed_run(res, context);
-  CaseOutcome out;
-  out.failure = failure;
-  return out;
+  return traffic_outcome(res, failure, context);
+}
+
+CaseOutcome run_long_stream(const RunOnEveryRank& run, int W, int messages, int window, const std::string& context) {
+  if (W < 2) return {};
+  // Message k of rank r: its count and element x.
+  auto count_of = [](int k) -> std::size_t { return k % 97 == 96 ? 9000 : 1 + static_cast<std::size_t>(k % 4); };
+  auto value = [](int r, int k, std::size_t x) {
+    return std::int64_t{r} * 1'000'000'000'000 + std::int64_t{k} * 10'000 + static_cast<std::int64_t>(x);
+  };
+  std::string failure;
+  auto program = [&](Dist& c) -> Task<void> {
+    const int me = c.rank(), next = (me + 1) % W, prev = (me + W - 1) % W;
+    for (int first = 0; first < messages; first += window) {
+      const int n = std::min(window, messages - first);
+      std::vector<Tensor> out, in;
+      out.reserve(static_cast<std::size_t>(n));
+      in.reserve(static_cast<std::size_t>(n));
+      std::vector<Work> sends, recvs;
+      for (int k = first; k < first + n; ++k) {
+        const auto count = static_cast<std::int64_t>(count_of(k));
+        in.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
+        recvs.push_back(c.irecv(in.back(), prev, k % 5));
+        out.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
+        for (std::size_t x = 0; x < count_of(k); ++x) out.back().set_int(x, value(me, k, x));
+        sends.push_back(c.isend(out.back(), next, k % 5));
+      }
+      co_await wait_all(recvs);
+      for (int i = 0; i < n && failure.empty(); ++i) {
+        const int k = first + i;
+        for (std::size_t x = 0; x < count_of(k); ++x) {
+          const std::int64_t got = in[static_cast<std::size_t>(i)].get_int(x);
+          if (got == value(prev, k, x)) continue;
+          failure = wrong_element(me, std::to_string(k) + " of " + std::to_string(messages), prev, k % 5, x, got,
+                                  value(prev, k, x));
+          break;
+        }
+      }
+      co_await wait_all(sends);
+    }
+  };
+  const RunResult res = run(program);
+  return traffic_outcome(res, failure, context);
 }
 
 namespace {

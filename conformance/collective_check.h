@@ -9,6 +9,7 @@
 // cases are chosen.
 #pragma once
 
+#include <coroutine>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +26,18 @@ namespace collie::conformance {
 // Job's run(), or a LocalWorld's (collie's core in this process).
 using RunOnEveryRank = std::function<RunResult(const DistProgram&)>;
 
+// co_await sleep_for(executor, ns): resumes once the executor's clock (a
+// rank's: virtual time on the simulator) has advanced `ns`. How a case
+// makes one rank late on purpose.
+struct SleepFor {
+  Executor& executor;
+  Nanos until;
+  bool await_ready() const noexcept { return executor.now() >= until; }
+  void await_suspend(std::coroutine_handle<> h) const { executor.schedule_at(until, h); }
+  void await_resume() const noexcept {}
+};
+inline SleepFor sleep_for(Executor& e, Nanos ns) { return SleepFor{e, e.now() + ns}; }
+
 // How a generated case ended.
 struct CaseOutcome {
   std::string failure;             // empty: it passed (or was skipped)
@@ -32,16 +45,26 @@ struct CaseOutcome {
   std::string skipped;             // not empty: the implementation lacks an op; why
 };
 
+// A run that did not end well: skipped when a rank's error says the
+// implementation lacks an op (ErrorKind::kUnsupported, with its words),
+// else a failure describing the run.
+CaseOutcome failed_run(const RunResult& res, const std::string& context);
+
 // Runs `cases` on a job of `world` ranks: every rank creates the cases'
-// groups (in order), issues all cases asynchronously in order, then waits
-// for all of them. Every rank's every result must equal the oracle (bit for
+// groups (in order), issues every case in order (each in its blocking or
+// async form) -- a case's late rank after the others -- then waits for
+// them in order. Every rank's every result must equal the oracle (bit for
 // bit, the inputs being exact in any order, unless the case asks for
 // rounding or special values), what an op only reads must be unchanged and
-// ranks outside a case's group untouched; reduce's non-destination tensors
-// unchanged and all_reduce results bitwise identical across ranks are
-// collie's stricter choices: failures when `strict`, else notes.
+// ranks outside a case's group untouched; no member may leave a barrier
+// (or monitored_barrier) before every member entered it -- counted by the
+// ranks' programs, which all run in this process (every Job runs them so);
+// reduce's non-destination tensors unchanged and all_reduce results
+// bitwise identical across ranks are collie's stricter choices: failures
+// when `strict`, else notes. `library`: the implementation picks its own
+// algorithms, so reports name none.
 CaseOutcome run_and_check(const RunOnEveryRank& run, int world, const std::vector<CollectiveCase>& cases,
-                          bool strict, const std::string& context = "");
+                          bool strict, const std::string& context = "", bool library = false);
 // collie's core (strict); empty when every check held, else what differed.
 std::string run_and_check(LocalWorld& world, const std::vector<CollectiveCase>& cases, const std::string& context = "");
 std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase>& cases);
@@ -53,6 +76,16 @@ std::string run_and_check(sim::SimWorld& world, const std::vector<CollectiveCase
 CaseOutcome run_p2p_traffic(const RunOnEveryRank& run, int world, sim::Prng& prng, int per_rank,
                             const std::string& context = "");
 std::string run_p2p_traffic(LocalWorld& world, sim::Prng& prng, int per_rank, const std::string& context = "");
+
+// A long run in one world: every rank streams `messages` messages to the
+// next rank of a ring (the previous one's arrive meanwhile), `window` in
+// flight at a time, on five tags in turn; most hold 1 to 4 int64, every
+// 97th is 9,000 (72 KB: above the default eager threshold, a rendezvous).
+// Every element is checked. Thousands of frames on each channel: channel
+// sequence numbers, rendezvous ids and a transport's own counters go past
+// 2^8 (and past 2^16 with 70,000 messages).
+CaseOutcome run_long_stream(const RunOnEveryRank& run, int world, int messages, int window,
+                            const std::string& context = "");
 
 // The same traffic as run_p2p_traffic, each rank issuing all its sends and
 // receives in one batch_isend_irecv (receives first, in a random order of

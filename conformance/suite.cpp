@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "conformance/collective_check.h"
+#include "conformance/decided_cases.h"
 #include "conformance/lanes.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -86,6 +87,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       throw Error(ErrorKind::kUsage, OpContext{}, "backend '" + o.backend + "' is not available here: " + *why);
   const bool processes = o.processes || !backend.create;
   const bool strict = backend.collie_core || o.strict;
+  const bool library = !backend.collie_core;  // it picks its own algorithms: reports name none
   SuiteResult res;
   res.backend = o.backend;
   std::vector<Pending> pending;
@@ -93,6 +95,13 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   for (const auto& f : o.replay_flags) flags += " " + f;
   if (processes && backend.create) flags += " --processes";
   if (o.strict) flags += " --strict";
+  // A conformance replay runs under the suite's op timeout, as the case did.
+  const std::string conf_flags =
+      flags + (processes && o.timeout_ns > 0 ? " --timeout-us " + std::to_string(o.timeout_ns / 1000) : std::string());
+  // A scenario's own replay line (inside its failure) carries the same
+  // flags as the suite's: the worker, the launcher, the plugin, --processes.
+  std::vector<std::string> scenario_flags = o.replay_flags;
+  if (processes && backend.create) scenario_flags.push_back("--processes");
   JobCache jobs;
   std::atomic<std::uint64_t> frames = 0;  // delivered to collie's core over all runs (process backends count none)
   std::atomic<std::uint64_t>* frames_total = &frames;
@@ -141,15 +150,15 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     Nanos timeout_ns = 0;
     if (processes && o.timeout_ns && s->timeout_ns == 0) {
       timeout_ns = o.timeout_ns;
-      if ((s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty()) && o.hang_window_ns > 0) {
+      if ((s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty()) && o.hang_window_ns > 0)
         timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
-        p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);
-      }
+      p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);  // collie run's default is another
     }
     p.breaks = processes && (s->outcome.kind != scenario::Outcome::kOk || !s->unspecified.empty());
-    p.run = [s, &o, &reg, &jobs, processes, frames_total, timeout_ns] {
+    p.run = [s, &o, &reg, &jobs, &scenario_flags, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
       ro.backend = o.backend;
+      ro.replay_flags = scenario_flags;
       ro.registry = &reg;
       ro.processes = processes;
       ro.jobs = &jobs;
@@ -168,12 +177,16 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   }
 
   // Generated property cases, each on a job of its world.
-  auto on_job = [&o, &backend, &jobs, processes, frames_total](int world, std::uint64_t seed) {
-    return [&o, &backend, &jobs, processes, world, seed, frames_total](const DistProgram& program) {
+  // `timeout_ns`: the run's op timeout on a process backend (0: the suite's).
+  auto on_job = [&o, &backend, &jobs, processes, frames_total](int world, std::uint64_t seed, bool strided = false,
+                                                                Nanos timeout_ns = 0) {
+    return [&o, &backend, &jobs, processes, world, seed, strided, timeout_ns, frames_total](const DistProgram& program) {
       JobOptions jo;
       jo.world_size = world;
       jo.seed = seed;
-      jo.timeout_ns = processes ? o.timeout_ns : 0;
+      jo.timeout_ns = processes ? (timeout_ns > 0 ? timeout_ns : o.timeout_ns) : 0;
+      jo.strided_views = strided;
+      jo.scribble_completed_sends = true;
       sim::SimulationOptions simulation;
       simulation.network.jitter_fraction = 0.5;
       if (backend.simulated) jo.simulation = &simulation;
@@ -207,8 +220,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     std::uint64_t x = o.seed ^ (static_cast<std::uint64_t>(feature + 1) << 40) ^ (static_cast<std::uint64_t>(i) << 8);
     return sim::Prng(sim::Prng::splitmix64(x));
   };
-  auto replay_of = [&o, &flags](const std::string& feature, const std::string& name, int i) {
-    return "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+  auto replay_of = [&o, &conf_flags](const std::string& feature, const std::string& name, int i) {
+    return "collie conformance --backend " + o.backend + conf_flags + " --seed " + std::to_string(o.seed) +
            (i >= kShallowCases ? " --cases " + std::to_string(i + 1) : std::string()) + " --filter '^" + feature +
            "/" + name + "$'";
   };
@@ -224,8 +237,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.kind = "property";
     p.world = world;
     p.replay = replay_of(p.feature, p.name, i);
-    p.run = [c, world, seed, strict, on_job, property] {
-      return property(run_and_check(on_job(world, seed), world, {c}, strict, ""), "world " + std::to_string(world));
+    p.run = [c, world, seed, strict, library, on_job, property] {
+      return property(run_and_check(on_job(world, seed), world, {c}, strict, "", library), "world " + std::to_string(world));
     };
     return p;
   };
@@ -290,9 +303,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     p.name = name;
     p.kind = "property";
     p.world = world;
-    p.replay = "collie conformance --backend " + o.backend + flags + " --filter '^" + feature + "/" + name + "$'";
-    p.run = [c, world, strict, on_job, property] {
-      return property(run_and_check(on_job(world, 1), world, {c}, strict, ""), "world " + std::to_string(world));
+    p.replay = "collie conformance --backend " + o.backend + conf_flags + " --filter '^" + feature + "/" + name + "$'";
+    p.run = [c, world, strict, library, on_job, property] {
+      return property(run_and_check(on_job(world, 1), world, {c}, strict, "", library), "world " + std::to_string(world));
     };
     pending.push_back(std::move(p));
   };
@@ -349,11 +362,11 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       p.name = collective_name(k) + (reducing ? "_" + std::string(reduce_op_name(op)) : std::string());
       p.kind = "property";
       p.world = world;
-      p.replay = "collie conformance --backend " + o.backend + flags + " --seed " + std::to_string(o.seed) +
+      p.replay = "collie conformance --backend " + o.backend + conf_flags + " --seed " + std::to_string(o.seed) +
                  " --filter '^large_messages/" + p.name + "$'";
       const std::uint64_t seed = prng.next() & 0xffffffffu;
-      p.run = [c, world, seed, strict, on_job, property] {
-        return property(run_and_check(on_job(world, seed), world, {c}, strict, ""), "world " + std::to_string(world));
+      p.run = [c, world, seed, strict, library, on_job, property] {
+        return property(run_and_check(on_job(world, seed), world, {c}, strict, "", library), "world " + std::to_string(world));
       };
       pending.push_back(std::move(p));
     }
@@ -402,6 +415,72 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                      c, world);
         }
       }
+    }
+  }
+
+  // The decided cases (decided_cases.h): classes of input covered by
+  // construction, each replayed by its name alone.
+  for (DecidedCase& d : decided_cases()) {
+    Pending p;
+    p.feature = d.feature;
+    p.name = d.name;
+    p.kind = "property";
+    p.world = d.world;
+    p.replay = "collie conformance --backend " + o.backend + conf_flags + " --filter '^" + p.feature + "/" + p.name + "$'";
+    const Nanos timeout_ns = d.may_hang && o.hang_window_ns > 0 ? std::min(o.timeout_ns, o.hang_window_ns) : 0;
+    p.breaks = processes && (d.may_hang || d.ends_job);
+    p.run = [d = std::move(d), strict, library, on_job, timeout_ns, &backend] {
+      Ran ran;
+      if (d.needs_timeouts && !backend.no_timeouts.empty()) {
+        ran.skipped = backend.no_timeouts;
+        return ran;
+      }
+      CaseOutcome c = run_decided(d, on_job(d.world, 1, d.strided, timeout_ns), strict, library);
+      ran.failure = std::move(c.failure);
+      ran.notes = std::move(c.notes);
+      ran.skipped = std::move(c.skipped);
+      return ran;
+    };
+    pending.push_back(std::move(p));
+  }
+
+  // Long runs: many ops in one world, thousands of frames, counters past
+  // 2^8 (channel sequence numbers, rendezvous ids, a group's collective
+  // sequence numbers). Every other case stays under 1,000 frames in its
+  // world: a transport wrong on its 1,000th frame fails only here.
+  auto long_run = [&](const std::string& name, int world, std::function<CaseOutcome(const RunOnEveryRank&)> body,
+                      std::string what) {
+    Pending p;
+    p.feature = "long_runs";
+    p.name = name;
+    p.kind = "property";
+    p.world = world;
+    p.replay = "collie conformance --backend " + o.backend + conf_flags + " --filter '^long_runs/" + name + "$'";
+    p.run = [world, body = std::move(body), what = std::move(what), on_job, property] {
+      return property(body(on_job(world, 1)), what);
+    };
+    pending.push_back(std::move(p));
+  };
+  {
+    constexpr int kLongRunSalt = 13;
+    sim::Prng prng = case_prng(kLongRunSalt, 0);
+    std::vector<CollectiveCase> cases;
+    for (int i = 0; i < 400; ++i) {
+      CollectiveCase c = random_case(kinds[prng.below(kinds.size())], 3, prng);
+      c.group.clear();  // one group: its sequence numbers pass 2^8
+      c.count = std::min<std::size_t>(c.count, 13);
+      cases.push_back(c);
+    }
+    long_run("collectives_400_in_one_world", 3,
+             [cases, strict](const RunOnEveryRank& run) { return run_and_check(run, 3, cases, strict, ""); },
+             "400 collectives of every kind on one world of 3");
+    // Past 2^10 on each channel by default; deeper runs (--cases above 20)
+    // pass 2^16 too (134,000 frames: about 1.3 s of CPU on the simulator).
+    for (const int messages : {1500, 66000}) {
+      if (messages > 1500 && o.cases_per_feature <= kShallowCases) continue;
+      long_run("stream_" + std::to_string(messages) + "_messages", 2,
+               [messages](const RunOnEveryRank& run) { return run_long_stream(run, 2, messages, 64, ""); },
+               std::to_string(messages) + " messages each way on one world of 2, 64 in flight");
     }
   }
 

@@ -5,7 +5,10 @@
 //     filed under its `feature`;
 //   - generated property cases: for each collective, random worlds, groups,
 //     dtypes, reduce ops, counts, roots and algorithms checked against the
-//     oracle; random point-to-point traffic; every dtype x reduce op.
+//     oracle; random point-to-point traffic; every dtype x reduce op; long
+//     runs (many ops and thousands of frames in one world).
+// Every run is a checking run: completed sends' buffers are scribbled
+// (core/send_scribble.h).
 // Case names are stable for a given seed, so --filter and JUnit history work.
 #pragma once
 

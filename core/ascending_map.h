@@ -41,6 +41,11 @@ class AscendingMap {
     auto it = lower(key);
     return it != items_.end() && it->first == key ? it : items_.end();
   }
+  const_iterator find(std::uint64_t key) const {
+    auto it = std::lower_bound(items_.begin(), items_.end(), key,
+                               [](const value_type& v, std::uint64_t k) { return v.first < k; });
+    return it != items_.end() && it->first == key ? it : items_.end();
+  }
   iterator erase(iterator it) { return items_.erase(it); }
   void clear() { items_.clear(); }
   bool empty() const { return items_.empty(); }

@@ -6,6 +6,8 @@
 
 #include "core/algorithms/algorithms.h"
 #include "core/error.h"
+#include "core/send_scribble.h"
+#include "core/transport_call.h"
 
 namespace collie {
 
@@ -37,8 +39,14 @@ struct WakeAt {
   Transport* t;
   Nanos when;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { t->schedule_at(when, h); }
-  void await_resume() const noexcept {}
+  void await_suspend(std::coroutine_handle<> h) const {
+    TransportCall call("schedule_at()");
+    t->schedule_at(when, h);
+  }
+  void await_resume() const {
+    if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "an op timeout's timer");
+    restore_scribbles(t);
+  }
 };
 
 std::string duration_text(Nanos ns) {
@@ -204,7 +212,7 @@ Communicator::Communicator(Transport& transport, std::shared_ptr<const Communica
       opts_(std::move(options)),
       rank_(transport.rank()),
       world_size_(transport.world_size()),
-      engine_(transport, opts_->eager_threshold_bytes),
+      engine_(transport, opts_->eager_threshold_bytes, opts_->scribble_completed_sends),
       created_at_(transport.now()) {
   auto w = std::make_shared<GroupState>();
   w->id = 0;
@@ -213,8 +221,8 @@ Communicator::Communicator(Transport& transport, std::shared_ptr<const Communica
   w->p2p_context = 0;
   w->coll_context = 1;
   w->name = "world";
-  engine_.register_context(w->p2p_context, w->digest, w->name);
-  engine_.register_context(w->coll_context, w->digest, w->name);
+  engine_.register_context(w->p2p_context, w->digest, w->name, w->members, false);
+  engine_.register_context(w->coll_context, w->digest, w->name, w->members, true);
   world_ = Group(std::move(w));
   t_.attach(&engine_);
 }
@@ -246,8 +254,8 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::str
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
   g->my_rank = index_in(*g, rank_);
   g->timeout_ns = timeout_ns;
-  engine_.register_context(g->p2p_context, g->digest, g->name);
-  engine_.register_context(g->coll_context, g->digest, g->name);
+  engine_.register_context(g->p2p_context, g->digest, g->name, g->members, false);
+  engine_.register_context(g->coll_context, g->digest, g->name, g->members, true);
   return Group(std::move(g));
 }
 
@@ -373,6 +381,9 @@ Spawned run_collective(MessageEngine& engine, CollectiveContext ctx, Body body) 
   } catch (...) {
     err = std::current_exception();
   }
+  // An algorithm stops at its first error: what it left posted ends with
+  // the call, so that nothing of a call that ended writes into its buffers.
+  if (err) engine.abort_collective(ctx.context(), ctx.seq(), err);
   engine.end_collective(ctx.context(), ctx.seq());
   ctx.call_work()->finish(err);
 }

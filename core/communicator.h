@@ -59,6 +59,10 @@ struct CommunicatorOptions {
   Nanos default_timeout_ns = 0;
   // Told about every op and algorithm step (traces, op-targeted faults).
   OpObserver* observer = nullptr;
+  // Checking runs: a completed send's buffer holds a pattern until its
+  // rank runs again, and a payload that arrives holding it fails the run
+  // naming the transport that read the buffer late (core/send_scribble.h).
+  bool scribble_completed_sends = false;
 };
 
 class Communicator final : public Dist {

@@ -6,8 +6,14 @@
 // Contract
 // --------
 // One thread at a time calls an Executor, and scheduled coroutines are
-// resumed only from inside run_until() on that thread, never inside
-// schedule() or schedule_at() themselves.
+// resumed only from inside run_until()'s own loop on that thread: never
+// inside schedule(), schedule_at() or any other call the core makes into
+// it (a Transport's post_send() and schedule_after_compute() too). The
+// core marks those calls (core/transport_call.h); a resumption inside one
+// is reported as the executor's contract violation and fails the run,
+// never crashes it. Each handle is resumed exactly once: resuming one
+// twice, or one never given, is beyond what the core can check (as writing
+// through a stale pointer is).
 #pragma once
 
 #include <coroutine>

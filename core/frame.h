@@ -4,7 +4,25 @@
 // touching its buffer: the group context, the tag, the position in the
 // sender->receiver channel, dtype and count, and for collectives a fingerprint
 // of the call. Transports move headers and payloads; they never interpret
-// them beyond `dst` and `bytes`.
+// them beyond `dst` and `bytes`, and never change a field: the core checks
+// every header it receives (core/frame_check.h).
+//
+// What the protocol implies of each kind, which the receiving core checks:
+//   eager  channel_seq the next of its channel; rendezvous_id 0; bytes =
+//          count x the dtype's size (the payload).
+//   RTS    channel_seq as eager; a rendezvous_id not already in flight from
+//          its sender; bytes 0 (no payload) and count >= 1.
+//   CTS    answers an RTS of the receiving rank that awaits one, from that
+//          RTS's dst; echoes its context, group_digest, tag, channel_seq,
+//          rendezvous_id, dtype, count and fingerprint; bytes 0.
+//   NACK   as CTS, but its tag is the ErrorKind of the refusal (a group,
+//          dtype or size mismatch) and its payload (bytes >= 1) the reason.
+//   data   answers a CTS the receiving rank sent; echoes the RTS as CTS
+//          does; bytes = count x the dtype's size (the payload).
+// Every kind: dst is the receiving rank, src another rank of the world; on
+// a point-to-point context the fingerprint is empty, on a collective one it
+// names a call (op and seq >= 1) whose dtype is the frame's; src belongs to
+// the context's group.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +107,14 @@ struct Fingerprint {
 // "all_reduce(float32 x 4, SUM, ring) #3" -- how errors show a call.
 std::string describe_call(const Fingerprint& fp);
 
+// A header's check words (core/frame_check.h): written by the sender's
+// core, checked by the receiver's. Transports move them as every other
+// field and never compute them.
+struct FrameCheck {
+  std::uint64_t sum = 0;
+  std::uint64_t weighted = 0;
+};
+
 struct FrameHeader {
   FrameKind kind = FrameKind::kEager;
   std::int32_t src = -1;              // global rank of the sender
@@ -102,6 +128,7 @@ struct FrameHeader {
   std::uint64_t count = 0;            // elements of the payload (kRts: to come)
   std::uint64_t bytes = 0;            // payload bytes on this frame
   Fingerprint fp;
+  FrameCheck check;                   // over every field above
 };
 
 }  // namespace collie

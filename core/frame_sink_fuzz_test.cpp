@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "core/frame_check.h"
 #include "sim/sim_world.h"
 
 namespace collie {
@@ -25,8 +26,8 @@ struct Injected {
 };
 
 // A header near what the core expects from rank 0 (so that it gets past the
-// first checks often), with random fields and a payload whose size may
-// disagree with it.
+// first checks often), with random fields, usually sealed, and a payload
+// whose size may disagree with it.
 Injected gen_frame(int world) {
   Injected f;
   FrameHeader& h = f.header;
@@ -46,6 +47,9 @@ Injected gen_frame(int world) {
   h.fp.dtype = h.dtype;
   h.fp.seq = *rc::gen::inRange<std::uint64_t>(0, 3);
   h.fp.count = h.count;
+  // Mostly sealed, as a core sends them: the protocol's checks then see
+  // them; the rest fail the check words, as a header changed on the way.
+  if (*rc::gen::inRange(0, 8) != 0) seal(h);
   std::size_t size = h.bytes;
   switch (*rc::gen::inRange(0, 6)) {
     case 0: size = size ? size - 1 : 0; break;  // one byte short

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/send_scribble.h"
+#include "core/transport_call.h"
 
 namespace collie {
 
@@ -12,8 +14,14 @@ namespace {
 struct Yield {
   Executor* e;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { e->schedule(h); }
-  void await_resume() const noexcept {}
+  void await_suspend(std::coroutine_handle<> h) const {
+    TransportCall call("schedule()");
+    e->schedule(h);
+  }
+  void await_resume() const {
+    if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(e, "the start of a rank's program");
+    restore_scribbles(e);
+  }
 };
 
 }  // namespace
@@ -38,7 +46,7 @@ bool RunResult::ok() const {
 }
 
 std::string RunResult::describe() const {
-  if (!transport_fault.empty()) return transport_fault + "\n" + deadlock_report;
+  if (!transport_fault.empty()) return transport_fault + (deadlock_report.empty() ? "" : "\n" + deadlock_report);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i].error) {
       try {
@@ -159,6 +167,16 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
                             "so nothing is stuck while one is pending -- this transport's timers never fire";
     }
   }
+  // A contract violation fails the run even when every op had finished
+  // before it showed (the last completion came twice, a coroutine was
+  // resumed inside the last call): no violation is ever silent.
+  for (const auto& c : comms_) {
+    c->engine().restore_scribbled();  // the buffers as the ranks left them, for whoever reads them next
+    c->engine().settle();
+  }
+  for (std::size_t r = 0; r < n && res.transport_fault.empty(); ++r)
+    if (const std::string& v = comms_[r]->engine().contract_broken(); !v.empty())
+      res.transport_fault = v;
   if (stuck) {
     DiagnosisInput in;
     in.now = exec.now();

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <utility>
+
+#include "core/frame_check.h"
+#include "core/transport_call.h"
 
 namespace collie {
 
@@ -13,8 +17,14 @@ struct ComputeAwaiter {
   Transport* t;
   std::uint64_t bytes;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
-  void await_resume() const noexcept {}
+  void await_suspend(std::coroutine_handle<> h) const {
+    TransportCall call("schedule_after_compute()");
+    t->schedule_after_compute(bytes, h);
+  }
+  void await_resume() const {
+    if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "a received reduction's compute time");
+    restore_scribbles(t);
+  }
 };
 
 Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkState> w) {
@@ -24,10 +34,19 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 
 }  // namespace
 
-MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes)
-    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {}
+MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends)
+    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {
+  // Only host memory is scribbled (the core never loads device memory),
+  // and only payloads that exist.
+  if (scribble_completed_sends && transport.moves_payloads() && transport.memory_space() == MemorySpace::kHost)
+    scribble_ = std::make_unique<SendScribble>(&transport);
+}
 
-MessageEngine::~MessageEngine() = default;
+MessageEngine::~MessageEngine() {
+  // Notes against this transport die with it: another at the same address
+  // must not inherit them.
+  (void)take_resumptions_inside_calls(&t_);
+}
 
 std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
   auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
@@ -78,6 +97,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
   ps.buf = spec.buf;
   ps.work = w;
   ps.info = std::move(info);
+  ps.keepalive = spec.keepalive;
   void* cookie = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
   if (bytes <= eager_threshold_) {
     h.kind = FrameKind::kEager;
@@ -108,7 +128,7 @@ std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared
       return w;
     }
   }
-  PostedRecv r{spec, w, std::move(info)};
+  PostedRecv r{spec, w, std::move(info), {}};
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(spec, it->header)) {
       StoredFrame f = std::move(*it);
@@ -149,13 +169,14 @@ std::string describe_frame(const FrameHeader& h) {
 
 }  // namespace
 
-void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what) {
+void MessageEngine::contract_violation(const FrameHeader* h, const std::string& what, const char* contract) {
   if (broken_) return;
-  OpContext ctx{rank_, "", "", -1, {}};
-  if (h) ctx.peers = {h->src};
-  broken_ = std::make_exception_ptr(Error(ErrorKind::kTransport, ctx,
-                                          "the transport broke its contract (core/transport.h): " + what +
-                                              (h ? ": " + describe_frame(*h) : std::string())));
+  OpContext ctx = h ? frame_context(*h) : OpContext{rank_, "", "", -1, {}};
+  const Error e(ErrorKind::kTransport, ctx,
+                std::string("the transport broke its contract (") + contract + "): " + what +
+                    (h ? ": " + describe_frame(*h) : std::string()));
+  violation_ = e.what();
+  broken_ = std::make_exception_ptr(e);
   fail_everything(broken_);
   // Sends already handed to the transport can no longer be trusted either.
   std::vector<std::shared_ptr<WorkState>> sending;
@@ -163,6 +184,49 @@ void MessageEngine::contract_violation(const FrameHeader* h, const std::string& 
     if (ps.work && !ps.work->completed) sending.push_back(ps.work);
   sends_.clear();
   for (auto& w : sending) w->finish(broken_);
+}
+
+OpContext MessageEngine::frame_context(const FrameHeader& h) const {
+  const OpInfo* info = nullptr;
+  if (h.kind == FrameKind::kCts || h.kind == FrameKind::kNack) {
+    if (auto it = sends_.find(h.rendezvous_id); it != sends_.end()) info = it->second.info.get();
+  } else if (h.kind == FrameKind::kData) {
+    if (auto it = inbound_.find({h.src, h.rendezvous_id}); it != inbound_.end()) info = it->second.info.get();
+  }
+  if (!info && h.fp.op != CollectiveKind::kNone) {
+    if (auto it = active_.find({h.context, h.fp.seq}); it != active_.end()) info = it->second.info.get();
+  }
+  for (auto r = posted_.begin(); !info && r != posted_.end(); ++r)
+    if (matches(r->spec, h)) info = r->info.get();
+  if (info) return info->context({h.src});
+  OpContext ctx{rank_, "", "", -1, {h.src}};
+  if (h.fp.op != CollectiveKind::kNone) {
+    ctx.op = collective_name(h.fp.op);
+    ctx.seq = static_cast<std::int64_t>(h.fp.seq);
+  }
+  if (const KnownContext* c = known(h.context)) ctx.group = c->group;
+  return ctx;
+}
+
+bool MessageEngine::called_inside_a_call(const char* callback) {
+  if (const char* call = TransportCall::current()) [[unlikely]] {
+    if (deferred_.empty())
+      deferred_ = std::string(callback) + " inside " + call +
+                  " (core/transport.h: post_send returns at once, and every callback into the core comes later, "
+                  "from inside run_until, never inside a call the core made)";
+    return true;
+  }
+  settle();
+  return false;
+}
+
+void MessageEngine::settle() {
+  if (deferred_.empty() && !resumptions_inside_calls_noted()) return;
+  if (!deferred_.empty()) {
+    const std::string what = std::exchange(deferred_, {});
+    contract_violation(nullptr, what);
+  }
+  for (const std::string& r : take_resumptions_inside_calls(&t_)) contract_violation(nullptr, r, "core/executor.h");
 }
 
 bool MessageEngine::refuse_if_broken(const std::shared_ptr<WorkState>& w) {
@@ -173,16 +237,11 @@ bool MessageEngine::refuse_if_broken(const std::shared_ptr<WorkState>& w) {
 
 void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> payload) {
   ++frames_received_;
+  if (called_inside_a_call("on_frame")) return;
   if (broken_) return;  // after a violation nothing that arrives is trusted
-  if (h.dst != rank_)
-    return contract_violation(&h, "rank " + std::to_string(rank_) + " was handed a frame for rank " +
-                                      std::to_string(h.dst));
-  if (h.src < 0 || h.src >= t_.world_size())
-    return contract_violation(&h, "a frame from rank " + std::to_string(h.src) + ", outside the world of " +
-                                      std::to_string(t_.world_size()));
-  if (payload.size() != h.bytes && !(payload.empty() && !t_.moves_payloads()))
-    return contract_violation(&h, "a payload of " + std::to_string(payload.size()) +
-                                      " bytes for a header that says " + std::to_string(h.bytes));
+  if (scribble_) scribble_->restore();
+  if (auto bad = malformed(h, &payload)) return contract_violation(&h, *bad);
+  if (scribble_ && read_after_completion(h, payload)) return;
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
@@ -217,7 +276,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kCts: {
       auto it = sends_.find(h.rendezvous_id);
-      if (it == sends_.end() || !it->second.awaiting_cts) return;
+      if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
+        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a CTS whose " + *bad);
       PendingSend& ps = it->second;
       ps.awaiting_cts = false;
       FrameHeader d = ps.header;
@@ -228,7 +291,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kNack: {
       auto it = sends_.find(h.rendezvous_id);
-      if (it == sends_.end()) return;
+      if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
+        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a NACK whose " + *bad);
       PendingSend ps = std::move(it->second);
       sends_.erase(it);
       std::string reason(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -239,7 +306,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     }
     case FrameKind::kData: {
       auto it = inbound_.find({h.src, h.rendezvous_id});
-      if (it == inbound_.end()) return;  // duplicate or for a receive that already failed
+      if (it == inbound_.end()) {
+        if (retired_inbound_.erase({h.src, h.rendezvous_id})) return;  // the receive ended first
+        return contract_violation(&h, unanswered(h));
+      }
+      if (auto bad = data_mismatch(h, it->second)) return contract_violation(&h, *bad);
       PostedRecv r = std::move(it->second);
       inbound_.erase(it);
       apply_payload(r, h, payload);
@@ -249,36 +320,198 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
 }
 
 FrameSink::Landing MessageEngine::landing_zone(const FrameHeader& h) {
-  if (h.kind != FrameKind::kData) return {};
+  if (called_inside_a_call("landing_zone") || broken_) return {};
+  if (scribble_) scribble_->restore();
+  // Only a frame on_frame() would take lands: the rest is refused there.
+  if (h.kind != FrameKind::kData || malformed(h, nullptr)) return {};
   auto it = inbound_.find({h.src, h.rendezvous_id});
-  if (it == inbound_.end()) return {};
+  if (it == inbound_.end() || data_mismatch(h, it->second)) return {};
   const RecvSpec& s = it->second.spec;
   if (s.buf.space != t_.memory_space() || !s.buf.data || s.buf.bytes() != h.bytes) return {};
   return {{s.buf.byte_data(), h.bytes}, s.reduce, s.buf.dtype, s.op};
 }
 
 void MessageEngine::post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
-  in_post_send_ = true;
-  t_.post_send(h, payload, cookie);
-  in_post_send_ = false;
+  FrameHeader sealed = h;
+  seal(sealed);
+  TransportCall call("post_send()");
+  t_.post_send(sealed, payload, cookie);
+}
+
+std::optional<std::string> MessageEngine::malformed(const FrameHeader& h,
+                                                    const std::span<const std::byte>* payload) const {
+  if (auto d = inspect(h)) {
+    if (d->field < 0)
+      return std::string("a header changed in transit: its check words match none of its fields changed alone "
+                         "(more than one changed, or the words themselves)");
+    return "a header changed in transit: its " + d->name + " is " + d->is + " but the sender wrote " + d->was;
+  }
+  // Sealed by something that is not a core: codes no sender writes.
+  if (auto f = out_of_range_field(h)) return "a header whose " + *f + " holds no valid code";
+  if (h.dst != rank_) return "a frame whose dst is rank " + std::to_string(h.dst) + ", delivered to rank " + std::to_string(rank_);
+  if (h.src < 0 || h.src >= t_.world_size())
+    return "a frame whose src is rank " + std::to_string(h.src) + ", outside the world of " +
+           std::to_string(t_.world_size());
+  if (h.src == rank_) return "a frame whose src is the receiving rank itself (its frames to itself never leave it)";
+  if (payload && payload->size() != h.bytes && !(payload->empty() && !t_.moves_payloads()))
+    return "a payload of " + std::to_string(payload->size()) + " bytes for a header that says " +
+           std::to_string(h.bytes);
+  const std::uint64_t size = dtype_size(h.dtype);
+  switch (h.kind) {
+    case FrameKind::kEager:
+      if (h.rendezvous_id != 0)
+        return "an eager frame whose rendezvous_id is " + std::to_string(h.rendezvous_id) +
+               " (only a rendezvous's frames name one; eager frames carry 0)";
+      if (h.count > h.bytes / size || h.count * size != h.bytes)
+        return std::string("an eager frame whose bytes is ") + std::to_string(h.bytes) + " but whose count (" +
+               std::to_string(h.count) + ") of " + std::string(dtype_name(h.dtype)) + " makes " +
+               std::to_string(h.count * size);
+      break;
+    case FrameKind::kData:  // checked against the RTS it answers (data_mismatch())
+      break;
+    case FrameKind::kRts:
+      if (h.bytes != 0) return "an RTS whose bytes is " + std::to_string(h.bytes) + " (an RTS carries no payload)";
+      if (h.rendezvous_id == 0) return std::string("an RTS whose rendezvous_id is 0 (a rendezvous is never 0)");
+      if (h.count == 0) return std::string("an RTS whose count is 0 (a rendezvous moves at least one element)");
+      if (inbound_.count({h.src, h.rendezvous_id}))
+        return "an RTS whose rendezvous_id " + std::to_string(h.rendezvous_id) + " is already in flight from rank " +
+               std::to_string(h.src);
+      break;
+    case FrameKind::kCts:
+      if (h.bytes != 0) return "a CTS whose bytes is " + std::to_string(h.bytes) + " (a CTS carries no payload)";
+      break;
+    case FrameKind::kNack: {
+      const auto why = static_cast<ErrorKind>(h.tag);
+      if (why != ErrorKind::kGroupMismatch && why != ErrorKind::kDTypeMismatch && why != ErrorKind::kSizeMismatch)
+        return "a NACK whose tag is " + std::to_string(h.tag) +
+               ", which names no refusal (a group, dtype or size mismatch)";
+      if (h.bytes == 0) return std::string("a NACK whose bytes is 0 (it carries the refusal's reason)");
+      break;
+    }
+  }
+  return std::nullopt;  // the context's part: check_context(), as the frame is matched
+}
+
+std::optional<std::string> MessageEngine::off_context(const FrameHeader& h, const KnownContext& c) const {
+  auto where = [&](const char* carries) {
+    return " on context " + std::to_string(h.context) + " (" + c.group + ", " + carries + ")";
+  };
+  if (c.collective) {
+    if (h.fp.op == CollectiveKind::kNone || h.fp.seq == 0)
+      return "a frame" + where("collectives") + " whose fingerprint names no call (fingerprint.op " +
+             collective_name(h.fp.op) + ", fingerprint.seq " + std::to_string(h.fp.seq) + ")";
+    if (h.dtype != h.fp.dtype)
+      return "a frame" + where("collectives") + " whose dtype is " + std::string(dtype_name(h.dtype)) +
+             " but its call's (fingerprint.dtype) is " + std::string(dtype_name(h.fp.dtype));
+  } else if (!(h.fp == Fingerprint{})) {
+    return "a frame" + where("point-to-point") + " whose fingerprint names a call (" + *fingerprint_difference(h.fp) +
+           "; point-to-point frames carry an empty fingerprint)";
+  }
+  // A group with other members under this context is the program's error
+  // (groups created in different orders): check_context() names it.
+  if (c.members && static_cast<int>(c.members->size()) < t_.world_size() &&
+      !std::binary_search(c.members->begin(), c.members->end(), h.src))
+    return "a frame from rank " + std::to_string(h.src) + where(c.collective ? "collectives" : "point-to-point") +
+           ", a group rank " + std::to_string(h.src) + " is not a member of";
+  return std::nullopt;
+}
+
+std::optional<std::string> MessageEngine::data_mismatch(const FrameHeader& h, const PostedRecv& r) const {
+  if (auto bad = echo_mismatch(h, r.rts)) return "a data frame whose " + *bad;
+  // The RTS's count and dtype matched the receive's buffer.
+  if (h.bytes != r.spec.buf.bytes())
+    return "a data frame whose bytes is " + std::to_string(h.bytes) + " but whose count (" + std::to_string(h.count) +
+           ") of " + std::string(dtype_name(h.dtype)) + " makes " + std::to_string(r.spec.buf.bytes());
+  return std::nullopt;
+}
+
+std::string MessageEngine::unanswered(const FrameHeader& h) const {
+  const bool data = h.kind == FrameKind::kData;
+  std::string out = std::string("a ") + frame_kind_text(h.kind) + " frame for rendezvous " +
+                    std::to_string(h.rendezvous_id) + " from rank " + std::to_string(h.src) + ", which " +
+                    (data ? "this rank never cleared to send (no CTS), or already received"
+                          : "no send of this rank to rank " + std::to_string(h.src) + " awaits (never posted, or already answered)");
+  // The rendezvous it answers but for one field, when there is exactly one.
+  std::vector<std::string> near;
+  auto consider = [&](const FrameHeader& rts, int peer) {
+    FrameHeader as_if = h;
+    as_if.rendezvous_id = rts.rendezvous_id;
+    as_if.src = peer;
+    const bool same_id = h.rendezvous_id == rts.rendezvous_id, same_peer = h.src == peer;
+    if (same_id == same_peer || echo_mismatch(as_if, rts)) return;  // not one field away
+    near.push_back(same_id ? "its src is rank " + std::to_string(h.src) + " but the RTS " +
+                                 (data ? "came from" : "went to") + " rank " + std::to_string(peer)
+                           : "its rendezvous_id is " + std::to_string(h.rendezvous_id) +
+                                 " but the RTS it otherwise answers is rendezvous " + std::to_string(rts.rendezvous_id));
+  };
+  if (data) {
+    for (const auto& [key, r] : inbound_) consider(r.rts, key.first);
+  } else {
+    for (const auto& [id, ps] : sends_)
+      if (ps.awaiting_cts) consider(ps.header, ps.header.dst);
+  }
+  if (near.size() == 1) out += ": " + near.front();
+  return out;
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
-  if (broken_) return;
-  if (in_post_send_)
-    return contract_violation(nullptr, "on_send_complete inside post_send() (core/transport.h: post_send returns "
-                                       "at once, and completion comes later, from inside run_until)");
+  if (called_inside_a_call("on_send_complete") || broken_) return;
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
   if (it == sends_.end() || it->second.awaiting_cts)
     return contract_violation(nullptr, "on_send_complete for cookie " + std::to_string(id) +
                                            ", which is not an outstanding send (completed twice, or never posted)");
-  auto w = std::move(it->second.work);
+  PendingSend done = std::move(it->second);
   sends_.erase(it);
-  w->finish(nullptr);
+  // Scribbled before the op finishes: a transport that resumes its rank
+  // inside finish() is caught (core/transport_call.h), and the resumption
+  // restores the bytes first. A send that already ended (failed, aborted),
+  // or part of a collective call that did, is its program's no more: its
+  // buffer may be gone.
+  const bool live = !done.work->completed && (done.header.fp.op == CollectiveKind::kNone ||
+                                              active_.count({done.header.context, done.header.fp.seq}) != 0);
+  if (scribble_ && live) scribble_completed(done);
+  done.work->finish(nullptr);
+}
+
+void MessageEngine::scribble_completed(const PendingSend& ps) {
+  if (ps.buf.space != MemorySpace::kHost || !ps.buf.data || ps.buf.bytes() == 0) return;
+  std::byte* const begin = ps.buf.byte_data();
+  std::byte* const end = begin + ps.buf.bytes();
+  // What of [begin, end) the rank's other sends may still read and its
+  // receives may still write, in address order.
+  std::vector<std::pair<std::byte*, std::byte*>> held;
+  auto hold = [&](const TensorView& v) {
+    if (v.space != MemorySpace::kHost || !v.data) return;
+    std::byte* b = std::max(begin, v.byte_data());
+    std::byte* e = std::min(end, v.byte_data() + v.bytes());
+    if (b < e) held.emplace_back(b, e);
+  };
+  for (const auto& [id, other] : sends_) hold(other.buf);
+  for (const PostedRecv& r : posted_) hold(r.spec.buf);
+  for (const auto& [key, r] : inbound_) hold(r.spec.buf);
+  std::sort(held.begin(), held.end());
+  std::byte* from = begin;
+  for (const auto& [b, e] : held) {
+    if (from < b) scribble_->scribble({from, b}, ps.keepalive);
+    from = std::max(from, e);
+  }
+  if (from < end) scribble_->scribble({from, end}, ps.keepalive);
+}
+
+bool MessageEngine::read_after_completion(const FrameHeader& h, std::span<const std::byte> payload) {
+  if (!holds_scribble(payload)) return false;  // (an RTS or CTS carries none)
+  contract_violation(&h, "a payload holding the pattern collie writes over a completed send's buffer: rank " +
+                             std::to_string(h.src) +
+                             "'s transport read the send's buffer after on_send_complete() (a send's payload is "
+                             "valid until its completion, not after; on checking runs the core overwrites a "
+                             "completed send's buffer until its rank runs again, core/send_scribble.h)");
+  return true;
 }
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
+  if (called_inside_a_call("on_peer_lost")) return;
+  if (scribble_) scribble_->restore();
   if (!clean) odd().lost_peers.insert(peer);
   odd().lost_why[peer] = why;
   auto error_for = [&](const std::shared_ptr<const OpInfo>& info) {
@@ -309,6 +542,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   for (auto it = inbound_.begin(); it != inbound_.end();) {
     if (it->first.first == peer) {
       failed.emplace_back(it->second.work, error_for(it->second.info));
+      retire_inbound(it->first);
       it = inbound_.erase(it);
     } else {
       ++it;
@@ -317,6 +551,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second.header.dst == peer && it->second.work) {
       failed.emplace_back(it->second.work, error_for(it->second.info));
+      if (it->second.awaiting_cts) retire_send(it->first);
       it = sends_.erase(it);
     } else {
       ++it;
@@ -327,6 +562,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
 
 void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::byte> payload) {
   check_context(h);
+  if (broken_) return;
   if (h.fp.op != CollectiveKind::kNone) check_collective(h);
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (matches(it->spec, h)) {
@@ -369,17 +605,18 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   if (!err.empty()) {
     OpContext ctx = r.info ? r.info->context({h.src}) : OpContext{rank_, "recv", "", -1, {h.src}};
     r.work->source = h.src;
-    r.work->finish(std::make_exception_ptr(Error(kind, ctx, err)));
     if (h.kind == FrameKind::kRts) {
       FrameHeader about = h;
       about.tag = static_cast<std::int32_t>(kind);
       send_control(FrameKind::kNack, about, err);
     }
+    r.work->finish(std::make_exception_ptr(Error(kind, ctx, err)));
     return;
   }
   r.work->source = h.src;
   if (h.kind == FrameKind::kRts) {
     const std::pair<int, std::uint64_t> key{h.src, h.rendezvous_id};
+    r.rts = h;
     inbound_.emplace(key, std::move(r));
     send_control(FrameKind::kCts, h);
     return;
@@ -410,15 +647,11 @@ void MessageEngine::finish_after_compute(std::shared_ptr<WorkState> w, std::uint
 }
 
 void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::string reason) {
-  FrameHeader c;
+  FrameHeader c = about;  // echoes the RTS (core/frame.h)
   c.kind = kind;
   c.src = rank_;
   c.dst = about.src;
-  c.context = about.context;
-  c.group_digest = about.group_digest;
-  c.tag = about.tag;
-  c.rendezvous_id = about.rendezvous_id;
-  c.fp = about.fp;
+  c.bytes = 0;
   if (kind == FrameKind::kNack) {
     // The reason must outlive the send: keep it until completion.
     auto text = std::make_shared<std::string>(std::move(reason));
@@ -479,10 +712,13 @@ const MessageEngine::KnownContext* MessageEngine::known(std::uint32_t context) c
   return it != contexts_.end() && it->context == context ? &*it : nullptr;
 }
 
-void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name) {
+void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name,
+                                     std::shared_ptr<const std::vector<int>> members, bool collective) {
+  KnownContext k{context, group_digest, std::move(group_name), std::move(members), collective};
   auto it = context_position(contexts_, context);
-  if (it != contexts_.end() && it->context == context) *it = KnownContext{context, group_digest, std::move(group_name)};
-  else contexts_.insert(it, KnownContext{context, group_digest, std::move(group_name)});
+  if (it != contexts_.end() && it->context == context) *it = std::move(k);
+  else contexts_.insert(it, std::move(k));
+  // Frames that came before the context was known are checked now.
   for (const StoredFrame& f : unexpected_) {
     if (f.header.context == context && !check_context(f.header)) return;
   }
@@ -490,7 +726,15 @@ void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_
 
 bool MessageEngine::check_context(const FrameHeader& h) {
   const KnownContext* k = known(h.context);
-  if (!k || k->digest == h.group_digest) return true;
+  if (!k) return true;
+  if (k->digest == h.group_digest) {
+    // What the frame says of its own context is the transport's to keep.
+    if (auto bad = off_context(h, *k)) {
+      contract_violation(&h, *bad);
+      return false;
+    }
+    return true;
+  }
   OpContext ctx{rank_, "", k->group, -1, {h.src}};
   auto err = std::make_exception_ptr(Error(
       ErrorKind::kGroupMismatch, ctx,
@@ -514,11 +758,13 @@ void MessageEngine::fail_everything(std::exception_ptr err) {
   for (PostedRecv& r : posted) r.work->finish(err);
   auto inbound = std::move(inbound_);
   inbound_.clear();
+  for (auto& [k, r] : inbound) retire_inbound(k);
   for (auto& [k, r] : inbound) r.work->finish(err);
   std::vector<std::shared_ptr<WorkState>> waiting;
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second.awaiting_cts && it->second.work) {
       waiting.push_back(it->second.work);
+      retire_send(it->first);
       it = sends_.erase(it);
     } else {
       ++it;
@@ -562,10 +808,15 @@ std::size_t MessageEngine::abort_all(std::exception_ptr err) {
   active_.clear();
   for (auto& p : posted_) works.push_back(p.work);
   posted_.clear();
-  for (auto& [key, r] : inbound_) works.push_back(r.work);
+  for (auto& [key, r] : inbound_) {
+    works.push_back(r.work);
+    retire_inbound(key);
+  }
   inbound_.clear();
-  for (auto& [id, ps] : sends_)
+  for (auto& [id, ps] : sends_) {
     if (ps.work) works.push_back(ps.work);
+    if (ps.awaiting_cts) retire_send(id);
+  }
   sends_.clear();
   std::size_t failed = 0;
   for (auto& w : works) {
@@ -577,40 +828,42 @@ std::size_t MessageEngine::abort_all(std::exception_ptr err) {
 }
 
 void MessageEngine::fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err) {
+  // Every structure is settled before an op finishes: finishing resumes
+  // coroutines, which may post or abort ops.
+  std::vector<std::shared_ptr<WorkState>> failed;
   auto it = active_.find({context, seq});
   if (it != active_.end()) {
-    auto outer = it->second.outer;
+    if (it->second.outer) failed.push_back(it->second.outer);
     active_.erase(it);
-    if (outer) outer->finish(err);
   }
   // Unblock the algorithm: every sub-operation of the call fails too.
   for (auto p = posted_.begin(); p != posted_.end();) {
     if (p->spec.context == context && p->spec.seq == seq) {
-      auto w = p->work;
+      failed.push_back(p->work);
       p = posted_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
   for (auto p = inbound_.begin(); p != inbound_.end();) {
     if (p->second.spec.context == context && p->second.spec.seq == seq) {
-      auto w = p->second.work;
+      failed.push_back(p->second.work);
+      retire_inbound(p->first);
       p = inbound_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
   for (auto p = sends_.begin(); p != sends_.end();) {
     if (p->second.header.context == context && p->second.header.fp.seq == seq && p->second.awaiting_cts) {
-      auto w = p->second.work;
+      failed.push_back(p->second.work);
+      retire_send(p->first);
       p = sends_.erase(p);
-      w->finish(err);
     } else {
       ++p;
     }
   }
+  for (auto& w : failed) w->finish(err);
 }
 
 namespace {
@@ -693,11 +946,24 @@ std::vector<std::string> MessageEngine::describe_waits_if(const std::function<bo
 
 void MessageEngine::abort_p2p(const std::shared_ptr<WorkState>& work, std::exception_ptr err) {
   std::erase_if(posted_, [&](const PostedRecv& r) { return r.work == work; });
-  for (auto it = inbound_.begin(); it != inbound_.end();) it = it->second.work == work ? inbound_.erase(it) : std::next(it);
+  for (auto it = inbound_.begin(); it != inbound_.end();) {
+    if (it->second.work != work) {
+      ++it;
+      continue;
+    }
+    retire_inbound(it->first);
+    it = inbound_.erase(it);
+  }
   // A send whose data is already on the wire is left to finish: the transport
   // may still read its buffer. Only one still waiting for its receiver goes.
-  for (auto it = sends_.begin(); it != sends_.end();)
-    it = it->second.work == work && it->second.awaiting_cts ? sends_.erase(it) : std::next(it);
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second.work != work || !it->second.awaiting_cts) {
+      ++it;
+      continue;
+    }
+    retire_send(it->first);
+    it = sends_.erase(it);
+  }
   work->finish(std::move(err));
 }
 

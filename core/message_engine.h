@@ -25,6 +25,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@
 #include "core/frame.h"
 #include "core/group.h"
 #include "core/op_info.h"
+#include "core/send_scribble.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
@@ -51,6 +53,9 @@ struct SendSpec {
   std::int32_t tag = 0;
   Fingerprint fp;              // zero for p2p
   TensorView buf;
+  // Owns buf's memory until the transport no longer needs it (a
+  // collective's scratch, which must outlive an algorithm that stops early).
+  std::shared_ptr<void> keepalive;
 };
 
 struct RecvSpec {
@@ -66,7 +71,8 @@ struct RecvSpec {
 
 class MessageEngine final : public FrameSink {
  public:
-  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes);
+  // `scribble_completed_sends`: checking runs (core/send_scribble.h).
+  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends = false);
   ~MessageEngine() override;
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;
@@ -91,8 +97,13 @@ class MessageEngine final : public FrameSink {
   // Declares that `context` belongs to a group with this membership digest
   // on this rank. A frame that arrives on a known context with another
   // digest means the ranks created their groups in different orders: every
-  // pending op of this rank then fails with group_mismatch.
-  void register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name);
+  // pending op of this rank then fails with group_mismatch. `members` are
+  // the group's global ranks (sorted) and `collective` says whether the
+  // context carries collectives (their frames name a call) or
+  // point-to-point messages (theirs name none): a frame that disagrees
+  // with either is the transport's (core/frame.h).
+  void register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name,
+                        std::shared_ptr<const std::vector<int>> members, bool collective);
 
   // The collectives this rank is running, for cross-rank diagnosis.
   struct RunningCollective {
@@ -155,7 +166,26 @@ class MessageEngine final : public FrameSink {
   // communicator saw (a timer fired early, a clock went back): fails every
   // op of this rank with a typed transport error saying `what`, as a bad
   // frame does.
-  void report_contract_violation(const std::string& what) { contract_violation(nullptr, what); }
+  // A violation seen inside a core call (settle()) is reported first: it is
+  // the earlier cause.
+  void report_contract_violation(const std::string& what) {
+    settle();
+    contract_violation(nullptr, what);
+  }
+  // Applies the violations seen while the core was inside a call into the
+  // transport (a callback ignored then; a coroutine resumed then, noted in
+  // core/transport_call.h). Every callback does it first; the end of a run
+  // does it once more, so that none goes unreported.
+  void settle();
+  // The transport's contract violation, as the rank's ops fail with it
+  // ("transport: rank 1, recv #3 on world (peer 0): the transport broke
+  // its contract ..."); empty while none happened.
+  const std::string& contract_broken() const { return violation_; }
+  // Puts back every completed send's buffer this rank's engine overwrote
+  // (core/send_scribble.h): as a run ends, before anything reads them.
+  void restore_scribbled() {
+    if (scribble_) scribble_->restore();
+  }
   // Frames the transport delivered to this rank so far.
   std::uint64_t frames_received() const { return frames_received_; }
 
@@ -180,6 +210,7 @@ class MessageEngine final : public FrameSink {
     RecvSpec spec;
     std::shared_ptr<WorkState> work;
     std::shared_ptr<const OpInfo> info;
+    FrameHeader rts;  // in inbound_: the RTS it cleared, which the data must echo
   };
   struct StoredFrame {
     FrameHeader header;
@@ -215,13 +246,44 @@ class MessageEngine final : public FrameSink {
   // Returns an error text if `h` cannot be received into `r`, else empty.
   std::string validate(const PostedRecv& r, const FrameHeader& h, ErrorKind* kind) const;
   bool check_collective(const FrameHeader& h);
+  // The frame against its context, if known here: a group mismatch (the
+  // program's) fails every op; a frame at odds with its context
+  // (off_context()) is the transport's. False for either.
   bool check_context(const FrameHeader& h);
+  struct KnownContext;
+  // What `h` breaks of core/frame.h that it shows alone (check words,
+  // codes, ranks, sizes), or empty. `payload` is checked against h.bytes
+  // unless null (landing_zone()).
+  std::optional<std::string> malformed(const FrameHeader& h, const std::span<const std::byte>* payload) const;
+  // What an eager frame or RTS breaks of its context `c` (its kind of
+  // traffic, its group's members), or empty: checked with the group digest
+  // as the frame is matched (check_context()). A CTS, NACK or data frame
+  // echoes an RTS that was.
+  std::optional<std::string> off_context(const FrameHeader& h, const KnownContext& c) const;
+  // A CTS, NACK or data frame that answers no rendezvous of this rank: why,
+  // naming the one field that keeps it from the one it otherwise answers.
+  std::string unanswered(const FrameHeader& h) const;
+  // The data frame `h` against the receive `r` that cleared it, or empty.
+  std::optional<std::string> data_mismatch(const FrameHeader& h, const PostedRecv& r) const;
+  // A rendezvous that ended without its answer (aborted, failed, its peer
+  // lost): the answer may still come, and is then dropped, not refused.
+  void retire_send(std::uint64_t id) { retired_sends_.insert(id); }
+  void retire_inbound(const std::pair<int, std::uint64_t>& key) { retired_inbound_.insert(key); }
   void fail_everything(std::exception_ptr err);
   // The transport broke core/transport.h's contract (`what`, about frame
   // `h` when there is one): every operation of this rank fails with a typed
   // transport error saying so, and so does every later one -- its traffic
   // can no longer be trusted. Never throws into the transport.
-  void contract_violation(const FrameHeader* h, const std::string& what);
+  void contract_violation(const FrameHeader* h, const std::string& what, const char* contract = "core/transport.h");
+  // The op frame `h` is part of, as far as this rank knows it: the send
+  // whose RTS a CTS or NACK answers, the receive a data frame fills, the
+  // collective call it names, or a receive it matches; else what the frame
+  // itself says (its call, its context's group). Peers: its src.
+  OpContext frame_context(const FrameHeader& h) const;
+  // Every FrameSink method starts here: true when the transport called it
+  // from inside a call the core made (then it is ignored, and reported at
+  // the next legitimate callback); else settles what such calls left.
+  bool called_inside_a_call(const char* callback);
   // Whether a violation happened; then `w` is failed with it.
   bool refuse_if_broken(const std::shared_ptr<WorkState>& w);
   void fail_collective(std::uint32_t context, std::uint64_t seq, std::exception_ptr err);
@@ -231,14 +293,22 @@ class MessageEngine final : public FrameSink {
   void post(const FrameHeader& h, std::span<const std::byte> payload, void* cookie);
   std::shared_ptr<WorkState> new_work(const std::shared_ptr<const OpInfo>& info);
   void finish_after_compute(std::shared_ptr<WorkState> w, std::uint64_t bytes);
+  // Checking runs: overwrites what of the completed send `ps`'s buffer no
+  // other send or receive of this rank still holds (core/send_scribble.h).
+  void scribble_completed(const PendingSend& ps);
+  // Checking runs: whether `payload` (of an eager, data or NACK frame)
+  // holds the pattern, i.e. the sender's transport read the buffer after
+  // completing the send; then the violation, naming it.
+  bool read_after_completion(const FrameHeader& h, std::span<const std::byte> payload);
 
   Transport& t_;
   const int rank_;
   const std::size_t eager_threshold_;
   ChannelTable<> channels_;
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
+  std::string violation_;      // its text
+  std::string deferred_;       // a callback made inside a core call, not yet reported
   std::uint64_t frames_received_ = 0;
-  bool in_post_send_ = false;  // inside Transport::post_send(): completing a send now breaks the contract
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;
@@ -253,6 +323,8 @@ class MessageEngine final : public FrameSink {
     std::uint32_t context;
     std::uint64_t digest;
     std::string group;
+    std::shared_ptr<const std::vector<int>> members;  // sorted; null: not known
+    bool collective = false;
   };
   // Sorted by context (groups are made in order, so this only appends).
   std::vector<KnownContext> contexts_;
@@ -269,7 +341,10 @@ class MessageEngine final : public FrameSink {
     if (!odd_) odd_ = std::make_unique<Irregular>();
     return *odd_;
   }
+  std::set<std::uint64_t> retired_sends_;                   // rendezvous ids
+  std::set<std::pair<int, std::uint64_t>> retired_inbound_;  // (src, rendezvous id)
   SpawnRegistry spawned_;
+  std::unique_ptr<SendScribble> scribble_;  // checking runs only
 };
 
 }  // namespace collie

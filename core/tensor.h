@@ -4,6 +4,9 @@
 // plus where the memory lives. It does not own memory. The caller keeps the
 // memory alive and unmodified (for sends) / untouched (for receives) until the
 // op's Work completes -- the same contract as torch.distributed's async ops.
+// A view of a tensor with two or more dimensions also names its shape, so
+// that an adapter to a library hands it a tensor shaped as the program's
+// (the ops themselves read count only).
 //
 // Tensor is a small owning host tensor with a shape, used by examples,
 // scenarios and tests. Ops only ever see its view.
@@ -27,6 +30,11 @@ struct TensorView {
   DType dtype = DType::kFloat32;
   std::size_t count = 0;  // elements
   MemorySpace space = MemorySpace::kHost;
+  // The owner's dimensions when it has two or more, else null (1-D): they
+  // point into the owning Tensor and are read only while the op is issued
+  // (the owner is alive then). Slices are 1-D.
+  const std::int64_t* shape = nullptr;
+  std::uint8_t dims = 0;
 
   std::size_t bytes() const { return count * dtype_size(dtype); }
   std::byte* byte_data() const { return static_cast<std::byte*>(data); }
@@ -61,7 +69,14 @@ class Tensor {
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }
 
-  TensorView view() { return TensorView{storage_.get(), dtype_, count_, MemorySpace::kHost}; }
+  TensorView view() {
+    TensorView v{storage_.get(), dtype_, count_, MemorySpace::kHost};
+    if (shape_.size() >= 2 && shape_.size() <= 255) {
+      v.shape = shape_.data();
+      v.dims = static_cast<std::uint8_t>(shape_.size());
+    }
+    return v;
+  }
   operator TensorView() { return view(); }  // NOLINT: a tensor is usable wherever a view is
 
   // Element i converted to double (bool -> 0/1, float16/bfloat16 widened).

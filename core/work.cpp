@@ -1,23 +1,19 @@
 #include "core/work.h"
 
 #include "core/error.h"
+#include "core/send_scribble.h"
+#include "core/transport_call.h"
 
 namespace collie {
 
-namespace {
-// How many Executor::schedule() calls of WorkState::finish are running on
-// this thread: a coroutine that resumes while one is means the executor
-// resumed it inside schedule(), which core/executor.h forbids (the caller's
-// state is mid-update).
-thread_local int g_inside_schedule = 0;
-}  // namespace
-
 void Work::await_resume() const {
-  if (g_inside_schedule > 0)
-    throw Error(ErrorKind::kTransport, OpContext{s_ && s_->info ? s_->info->rank : -1, "", "", -1, {}},
-                "the transport broke its contract (core/executor.h): it resumed a coroutine inside schedule() " +
-                    std::string("(awaiting ") + (s_ ? s_->describe() : std::string("an op")) +
-                    "); resumptions happen later, from inside run_until()");
+  // A transport that resumed this coroutine inside a call of the core's is
+  // noted (core/transport_call.h), not thrown at: the op's own outcome
+  // stands, and the rank's engine fails every op with the violation next.
+  if (TransportCall::current()) [[unlikely]]
+    note_resumed_inside_call(s_ ? s_->executor : nullptr, s_ ? s_->describe() : std::string("an op"));
+  // The rank runs again: what its core scribbled is put back first.
+  if (s_) restore_scribbles(s_->executor);
   if (s_ && s_->error) std::rethrow_exception(s_->error);
 }
 
@@ -32,10 +28,7 @@ void WorkState::finish(std::exception_ptr err) {
   }
   if (waiter) {
     auto h = std::exchange(waiter, {});
-    ++g_inside_schedule;
-    struct Leave {
-      ~Leave() { --g_inside_schedule; }
-    } leave;
+    TransportCall call("schedule()");
     executor->schedule(h);
   }
 }

@@ -99,15 +99,6 @@ double memory_needed(const Scenario& s) { return estimate_memory(s, s.check).tot
 
 namespace {
 
-void append(sim::FaultPlan& to, const sim::FaultPlan& from) {
-  to.messages.insert(to.messages.end(), from.messages.begin(), from.messages.end());
-  to.partitions.insert(to.partitions.end(), from.partitions.begin(), from.partitions.end());
-  to.degradations.insert(to.degradations.end(), from.degradations.begin(), from.degradations.end());
-  to.crashes.insert(to.crashes.end(), from.crashes.begin(), from.crashes.end());
-  to.slow.insert(to.slow.end(), from.slow.begin(), from.slow.end());
-  to.skews.insert(to.skews.end(), from.skews.begin(), from.skews.end());
-}
-
 // Every word shell-quoted (core/text.h): pasted, it runs what it says.
 std::string replay_command(const Scenario& s, const std::string& backend, const RunOptions& o) {
   std::ostringstream cmd;
@@ -231,9 +222,9 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
     simulation.faults = {};
     scenario_crashes = true;
   }
-  append(simulation.faults, options.extra_faults);
+  simulation.faults.append(options.extra_faults);
   if (options.random_faults_seed)
-    append(simulation.faults, sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
+    simulation.faults.append(sim::random_fault_plan(*options.random_faults_seed, s.world, options.destructive_faults));
   simulation.explorer = options.explorer;
   for (const std::string& text : options.fault_args) {  // as the user wrote them
     sim::FaultPlan one;
@@ -268,9 +259,11 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   jo.timing_only = res.timing_only;
   jo.process_faults = process_faults;
   jo.simulation = backend.simulated ? &simulation : nullptr;
+  // A checked run holds the transport to its sends' buffers too.
+  jo.scribble_completed_sends = s.check && !res.timing_only;
 
   RunLog log;
-  log.records.enabled = s.check && !res.timing_only;
+  log.records.enabled = jo.scribble_completed_sends;
   // Interpreters before the job: a job that ends holding suspended rank
   // programs (a deadlock) destroys them before the interpreters they use.
   std::vector<std::unique_ptr<Interpreter>> interpreters(static_cast<std::size_t>(s.world));
@@ -377,7 +370,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   // drawn, not asked for: they are not judged.
   if (backend.simulated_faults) {
     sim::FaultPlan asked = s.faults;
-    append(asked, options.extra_faults);
+    asked.append(options.extra_faults);
     std::vector<std::string> injected;
     for (const InjectedFault& f : how.injected) injected.push_back(f.text);
     for (const std::string& line : sim::unfired_faults(asked, injected))

@@ -85,7 +85,7 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
   // never a pass, whatever the scenario expects.
   if (!run.transport_fault.empty()) {
     v.outcome = "error";
-    v.detail = run.transport_fault + "\n" + run.deadlock_report;
+    v.detail = run.transport_fault + (run.deadlock_report.empty() ? "" : "\n" + run.deadlock_report);
     v.failures.push_back(v.detail);
     return v;
   }

@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -Wno-dev > /dev/null
 # collie (and collie-mpi-worker), and what the README's commands use.
-cmake --build build -j2 --target collie tcp_tutorial collie_plugin_loopback collie_plugin_lossy_loopback
+cmake --build build -j2 --target collie tcp_tutorial collie_plugin_loopback collie_plugin_family
 exec build/tools/collie run scenarios/tutorial/*.yaml "$@"

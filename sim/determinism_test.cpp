@@ -8,7 +8,12 @@
 // The pinned values were recorded with the engine of main at 174a2bc (before
 // the simulator's rework for scale, issue #25) and must never be edited to
 // make a change pass: a change that moves them changes what every seed
-// replays. To print the values a build computes (when adding a case):
+// replays. One deliberate change of the protocol moved them (issue #26's
+// frame checks, merged at 50d6542): a CTS and a data frame now echo their
+// RTS's tag, channel_seq and fingerprint, which the hash mixes, and a failed
+// collective's posted operations end with the call ("crash w7 s1": 105 ->
+// 85 events). Every other case kept its events, frames, end time and
+// result bytes; only the hash of the header fields moved, and was re-pinned. To print the values a build computes (when adding a case):
 //   COLLIE_PRINT_PINS=1 build/sim/sim_test --gtest_filter='Pinned*'
 #include <gtest/gtest.h>
 
@@ -149,24 +154,24 @@ TEST(PinnedTraces, AllReduceRealData) {
   k.world = 6;
   k.options.seed = 1;
   expect_pinned("ring w6 s1", all_reduce_case(k, 1 << 18, Algorithm::kRing, 2),
-      {0x30544cee62409d57ull, 564, 360, 276158, 0x510024e9e2c7b33bull});
+      {0x50c8a6d9ebb88ff2ull, 564, 360, 276158, 0x510024e9e2c7b33bull});
   k.options.seed = 9;
   expect_pinned("ring w6 s9", all_reduce_case(k, 1 << 18, Algorithm::kRing, 2),
-      {0x1f9d90058e16c83cull, 563, 360, 276202, 0x510024e9e2c7b33bull});
+      {0x14f288dc46d5e508ull, 563, 360, 276202, 0x510024e9e2c7b33bull});
   k.world = 7;
   expect_pinned("rd w7 s9 avg", all_reduce_case(k, 1000, Algorithm::kRecursiveDoubling, 3, ReduceOp::kAvg),
       {0x7bc3ecb3cdef51b3ull, 223, 42, 10855, 0xd4e9e33940d289b8ull});
   k.world = 12;
   k.options.seed = 3;
   expect_pinned("hd w12 s3", all_reduce_case(k, 1 << 16, Algorithm::kHalvingDoubling, 2),
-      {0x154ee5cb264c5549ull, 567, 208, 274040, 0x9cf3e3c7e20e50a3ull});
+      {0x2bd4201abecb1f8bull, 567, 208, 274040, 0x9cf3e3c7e20e50a3ull});
   k.world = 64;
   k.options.seed = 1;
   k.options.network.ranks_per_node = 1;
   k.options.network.inter = LinkModel{5.0, 12.5};
   k.options.network.jitter_fraction = 0.0;
   expect_pinned("auto w64 1MiB (bench/sim_allreduce's platform)", all_reduce_case(k, 1 << 18, Algorithm::kAuto, 3),
-                {0xa491ffe0dec09a38ull, 11397, 4608, 1165113, 0x63c0476999d26f83ull});
+                {0x55939cfa6e80729aull, 11397, 4608, 1165113, 0x63c0476999d26f83ull});
 }
 
 TEST(PinnedTraces, AllReduceTimingOnlyAtScale) {
@@ -176,15 +181,15 @@ TEST(PinnedTraces, AllReduceTimingOnlyAtScale) {
   k.world = 2048;  // 64 MiB per rank: halving-doubling
   k.options.seed = 1;
   expect_pinned("hd w2048 s1 timing", all_reduce_case(k, 1 << 24, Algorithm::kAuto, 1),
-      {0xf1163566137eb84aull, 233091, 118784, 23024167, 0x0000000000000000ull});
+      {0x159ceb8ee7a5ea33ull, 233091, 118784, 23024167, 0x0000000000000000ull});
   k.world = 3000;  // not a power of two: folds
   k.options.seed = 5;
   expect_pinned("hd w3000 s5 timing", all_reduce_case(k, 1 << 24, Algorithm::kAuto, 1),
-      {0x77f2974c99579af8ull, 244449, 124496, 37765138, 0x0000000000000000ull});
+      {0xe636f707c896140full, 244449, 124496, 37765138, 0x0000000000000000ull});
   k.world = 96;  // ring, segmented, rendezvous
   k.options.seed = 2;
   expect_pinned("ring w96 s2 timing", all_reduce_case(k, 1 << 24, Algorithm::kAuto, 1),
-      {0x8992c4017f215cc6ull, 239850, 164160, 12440884, 0x0000000000000000ull});
+      {0xc726ecc03ac3912cull, 239850, 164160, 12440884, 0x0000000000000000ull});
 }
 
 // Every collective and algorithm, on the world and on a group, at a world
@@ -236,17 +241,17 @@ TEST(PinnedTraces, EveryCollective) {
   Case k;
   k.world = 7;
   expect_seeds(k, mix_setup, mix_program,
-               {{"mix w7 s1", 1, {0xc75763e36fd14404ull, 1287, 442, 268764, 0x95222cf4bc07c4beull}},
-                {"mix w7 s4", 4, {0x5305f385bf74637aull, 1296, 442, 262619, 0x95222cf4bc07c4beull}}});
+               {{"mix w7 s1", 1, {0x91704af652f38828ull, 1287, 442, 268764, 0x95222cf4bc07c4beull}},
+                {"mix w7 s4", 4, {0x5d0b9045797db990ull, 1296, 442, 262619, 0x95222cf4bc07c4beull}}});
   k.timing_only = true;
   k.options.seed = 2;
   expect_pinned("mix w7 s2 timing", observe(k, mix_setup, mix_program),
-      {0x27b3ae960187e555ull, 1290, 442, 265592, 0x0000000000000000ull});
+      {0xa07927cd7ea00d03ull, 1290, 442, 265592, 0x0000000000000000ull});
   // The same world runs twice (state carried between runs).
   k.timing_only = false;
   k.runs = 2;
   expect_pinned("mix w7 s2 twice", observe(k, mix_setup, mix_program),
-      {0x8ca3cfb3af428ba2ull, 2587, 884, 531238, 0x95222cf4bc07c4beull});
+      {0x5b0f5013d032fc75ull, 2587, 884, 531238, 0x95222cf4bc07c4beull});
 }
 
 // Point-to-point: any-source races, tags, eager and rendezvous, self-sends.
@@ -289,13 +294,13 @@ TEST(PinnedTraces, PointToPoint) {
   Case k;
   k.world = 5;
   expect_seeds(k, p2p_setup, p2p_program,
-               {{"p2p w5 s1", 1, {0x1b57dd8edc686ae2ull, 73, 36, 48413, 0xa5655cadba461683ull}},
-                {"p2p w5 s2", 2, {0x3ad9e1cb4ed207d5ull, 74, 36, 56334, 0x6214234a95cd2ca3ull}},
-                {"p2p w5 s3", 3, {0xb5f963f780bb7b6dull, 74, 36, 48453, 0x180e8771fe5ce763ull}}});
+               {{"p2p w5 s1", 1, {0x9be9927e0ebe3660ull, 73, 36, 48413, 0xa5655cadba461683ull}},
+                {"p2p w5 s2", 2, {0x88085ca4416b008eull, 74, 36, 56334, 0x6214234a95cd2ca3ull}},
+                {"p2p w5 s3", 3, {0x8ed4dc6aad78c4d6ull, 74, 36, 48453, 0x180e8771fe5ce763ull}}});
   k.options.seed = 3;
   k.explore = {1, 2, 0, 1};
   expect_pinned("p2p w5 explored", observe(k, p2p_setup, p2p_program),
-      {0x2fcc1a37cf0f617eull, 73, 36, 0, 0x6214234a95cd2ca3ull});
+      {0x5f248c93dc9905edull, 73, 36, 0, 0x6214234a95cd2ca3ull});
 }
 
 TEST(PinnedTraces, CpuBoundModel) {
@@ -313,9 +318,9 @@ TEST(PinnedTraces, CpuBoundModel) {
   m.memory_bandwidth_GBps = 3.0;
   m.memory_reduce_GBps = 8.0;
   expect_pinned("cpu-bound w6 s3", observe(k, mix_setup, mix_program),
-      {0x32d9d56d869945c5ull, 1052, 344, 2484438, 0xa0b3547861c38218ull});
+      {0x6beb1bd83da8da55ull, 1052, 344, 2484438, 0xa0b3547861c38218ull});
   expect_pinned("cpu-bound ring w6 s3", all_reduce_case(k, 1 << 20, Algorithm::kRing, 1),
-      {0x7ec8ddbf87b25c53ull, 809, 540, 8336482, 0x42ec93391f49b09bull});
+      {0xb8f6552945aa2f0dull, 809, 540, 8336482, 0x42ec93391f49b09bull});
 }
 
 TEST(PinnedTraces, Faults) {
@@ -328,20 +333,20 @@ TEST(PinnedTraces, Faults) {
     return observe(k, mix_setup, mix_program);
   };
   expect_pinned("benign faults w7 s3", with_plan(3, false),
-      {0xbd54c92361362c7full, 1272, 442, 1170217, 0x95222cf4bc07c4beull});
+      {0x318c3f6e6a3fba03ull, 1272, 442, 1170217, 0x95222cf4bc07c4beull});
   expect_pinned("benign faults w7 s8", with_plan(8, false),
-      {0xb33f97d61fd07085ull, 1297, 442, 363448, 0x95222cf4bc07c4beull});
+      {0x257f0daf74db7000ull, 1297, 442, 363448, 0x95222cf4bc07c4beull});
   expect_pinned("destructive faults w7 s5", with_plan(5, true),
-      {0x1c1ae0f17b52d141ull, 1296, 442, 1297176, 0x95222cf4bc07c4beull});
+      {0x0210699d75ce42dcull, 1296, 442, 1297176, 0x95222cf4bc07c4beull});
   expect_pinned("destructive faults w7 s6", with_plan(6, true),
-      {0x7566bb588dce8ad2ull, 502, 141, 2088213, 0x5329203bd538bf9aull});
+      {0x4458e8753b1eba0cull, 502, 141, 2088213, 0x5329203bd538bf9aull});
   k.options.seed = 1;
   k.options.faults = {};
   k.options.default_timeout_ns = 0;
   ASSERT_FALSE(parse_fault("crash:rank=2,op=3,detect_us=20", k.options.faults));
   ASSERT_FALSE(parse_fault("duplicate:p=0.2", k.options.faults));
   expect_pinned("crash w7 s1", observe(k, mix_setup, mix_program),
-      {0x57bb92ef52867d44ull, 105, 35, 28105, 0x1d0c050cbccd0630ull});
+      {0x6a30fe574bc0ae38ull, 85, 32, 28105, 0xd97029dc7f459310ull});
   // A deadlock: rank 1 waits for a tag nobody sends, until its timeout.
   k.options.faults = {};
   k.options.default_timeout_ns = 50'000;

@@ -57,6 +57,15 @@ std::string describe(const MessageFault& f) {
 
 }  // namespace
 
+void FaultPlan::append(const FaultPlan& o) {
+  messages.insert(messages.end(), o.messages.begin(), o.messages.end());
+  partitions.insert(partitions.end(), o.partitions.begin(), o.partitions.end());
+  degradations.insert(degradations.end(), o.degradations.begin(), o.degradations.end());
+  crashes.insert(crashes.end(), o.crashes.begin(), o.crashes.end());
+  slow.insert(slow.end(), o.slow.begin(), o.slow.end());
+  skews.insert(skews.end(), o.skews.begin(), o.skews.end());
+}
+
 std::vector<std::string> FaultPlan::describe() const {
   std::vector<std::string> out;
   for (const auto& m : messages) out.push_back(sim::describe(m));

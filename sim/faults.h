@@ -115,6 +115,8 @@ struct FaultPlan {
   }
   // One line per fault, in plan order ("drop the 3rd message 0->1").
   std::vector<std::string> describe() const;
+  // Adds `other`'s faults after this plan's, kind by kind.
+  void append(const FaultPlan& other);
 };
 
 // A random fault profile for `world` ranks, a different mix per seed.

@@ -20,6 +20,9 @@ void BackendFlags::add_to(CLI::App& app) {
       ->allow_extra_args(false);
   app.add_option("--mpirun", mpirun, "mpi: the launcher (default mpirun on PATH)");
   app.add_option("--mpirun-args", mpirun_args, "mpi: more launcher arguments, e.g. \"--hostfile hosts\"");
+  app.add_option("--mpi-worker", mpi_worker,
+                 "mpi: the worker program, built against the launcher's MPI (default collie-mpi-worker beside "
+                 "collie; collie-mpi-worker-NAME for another MPI)");
   app.add_option("--controller-host", controller_host,
                  "process backends: the IPv4 address rank processes on other hosts reach this collie at "
                  "(default 127.0.0.1)");
@@ -42,6 +45,7 @@ int BackendFlags::apply() const {
   }
   if (!mpirun.empty()) ::setenv("COLLIE_MPIRUN", mpirun.c_str(), 1);
   if (!mpirun_args.empty()) ::setenv("COLLIE_MPIRUN_ARGS", mpirun_args.c_str(), 1);
+  if (!mpi_worker.empty()) ::setenv("COLLIE_MPI_WORKER", mpi_worker.c_str(), 1);
   if (!controller_host.empty()) ::setenv("COLLIE_CONTROLLER_HOST", controller_host.c_str(), 1);
   return 0;
 }
@@ -53,6 +57,7 @@ std::vector<std::string> BackendFlags::replay() const {
   for (const auto& m : torch_imports) out.insert(out.end(), {"--torch-import", shell_quote(m)});
   if (!mpirun.empty()) out.insert(out.end(), {"--mpirun", shell_quote(mpirun)});
   if (!mpirun_args.empty()) out.insert(out.end(), {"--mpirun-args", shell_quote(mpirun_args)});
+  if (!mpi_worker.empty()) out.insert(out.end(), {"--mpi-worker", shell_quote(mpi_worker)});
   if (!controller_host.empty()) out.insert(out.end(), {"--controller-host", shell_quote(controller_host)});
   return out;
 }

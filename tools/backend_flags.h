@@ -17,6 +17,7 @@ struct BackendFlags {
   std::vector<std::string> torch_imports; // --torch-import MODULE
   std::string mpirun;                     // --mpirun PATH
   std::string mpirun_args;                // --mpirun-args "ARGS"
+  std::string mpi_worker;                 // --mpi-worker PATH
   std::string controller_host;            // --controller-host ADDRESS
 
   void add_to(CLI::App& app);

@@ -1,6 +1,7 @@
 // The collie command.
 //
 //   collie run FILE...            run scenarios, check them, print what ranks print
+//   collie run [-n N] -- COMMAND  run an unmodified torch.distributed program (tools/run_script.h)
 //   collie validate FILE...       parse and check scenarios without running them
 //   collie conformance --backend  the conformance suite, as a feature x result matrix
 //   collie backends               the backends built in, and how each is selected
@@ -37,6 +38,8 @@
 #include "tools/calibrate.h"
 #include "tools/backend_flags.h"
 #include "tools/launch.h"
+#include "tools/result_json.h"
+#include "tools/run_script.h"
 #include "tools/worker_command.h"
 
 
@@ -81,11 +84,7 @@ struct Progress {
   }
 };
 
-std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using collie::tools::hex;
 
 void print_result(const ScenarioResult& r, int verbosity) {
   if (verbosity >= 0) {
@@ -155,16 +154,8 @@ nlohmann::json to_json(const ScenarioResult& r) {
   j["outcome"] = r.outcome;
   j["detail"] = r.detail;
   j["failures"] = r.failures;
-  j["backend"] = r.backend;
-  j["seed"] = r.seed;
-  j["world"] = r.world;
-  j["checks"] = r.checks;
-  j["wall_seconds"] = r.wall_seconds;
-  j["replay"] = r.replay;
+  collie::tools::add_run_fields(j, r);
   if (r.simulated) {
-    j["virtual_time_ns"] = r.virtual_time;
-    j["trace_hash"] = hex(r.trace_hash);
-    j["events"] = r.events;
     j["events_per_second"] = static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9);
     j["timing_only"] = r.timing_only;
   }
@@ -244,6 +235,9 @@ bool accepted(const Progress& progress, F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `collie run [FLAGS] -- COMMAND...`: a torch.distributed program, not scenario files.
+  if (collie::tools::is_script_run(argc, argv)) return collie::tools::run_script_command(argc, argv);
+
   CLI::App app{"collie: run, check and debug collective communication"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "collie 0.1.0");

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
     hooks.bench = [](collie::Dist& d, const nlohmann::json& options) {
       return collie::tools::bench_in_this_rank(d, options);
     };
+    hooks.no_strided_views =
+        "collie's MPI adapter hands MPI contiguous buffers only (a strided buffer is an MPI derived datatype, "
+        "which it does not build)";
     rc = collie::remote::serve_ops(dist, collie::mpi::MpiDist::library_version(), hooks);
   }
   // Without the controller's "end" the other ranks may never reach

@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
     hooks.bench = [](collie::Dist& d, const nlohmann::json& options) {
       return collie::tools::bench_in_this_rank(d, options);
     };
+    hooks.no_strided_views =
+        "collie's NCCL adapter hands NCCL contiguous device buffers only (NCCL takes a pointer and a count)";
     return collie::remote::serve_ops(dist, dist.library_version(), hooks);
   } catch (const std::exception& e) {
     std::cerr << "collie-nccl-worker (rank " << rank << "): " << e.what() << "\n";

@@ -11,7 +11,11 @@
 # simulator's rework for scale (issue #25); the lines of scenarios added since
 # (batch_isend_irecv, monitored_barrier) with main's own engine at 1fee5ef; those of
 # all_to_all/single_per_rank_totals, dtypes/int64_exact_beyond_2_53 and edge/print_a_matrix
-# (from main, merged at e5ba963) with the reworked engine, every other line unchanged. A difference means the same
+# (from main, merged at e5ba963) with the reworked engine, every other line unchanged;
+# then re-recorded after issue #26's frame checks (merged at 50d6542), a deliberate protocol
+# change: CTS and data frames echo their RTS's tag, channel_seq and fingerprint (hashed), and
+# a refusal's reason text changed length. 55 of 575 lines moved: 50 in the trace hash only
+# (events and virtual time equal), the 5 of errors/rendezvous_size_mismatch in time too. A difference means the same
 # scenario and seed no longer replay the same run: fix the change, do not
 # re-record. Only a new scenario or a deliberate change of what a scenario
 # does may add or change lines; -DUPDATE=ON rewrites GOLDEN from this build.

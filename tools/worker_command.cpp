@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "backends/remote/worker.h"
 #include "backends/tcp/process_group.h"
@@ -13,6 +14,7 @@ int run_tcp_worker() {
   CommunicatorOptions co;
   if (const char* e = std::getenv("COLLIE_EAGER_THRESHOLD_BYTES"))
     co.eager_threshold_bytes = static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
+  if (const char* e = std::getenv("COLLIE_SCRIBBLE_COMPLETED_SENDS")) co.scribble_completed_sends = e == std::string("1");
   std::unique_ptr<tcp::ProcessGroup> pg;
   try {
     pg = tcp::ProcessGroup::init({}, &co);

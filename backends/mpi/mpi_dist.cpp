@@ -5,6 +5,7 @@
 #include <string_view>
 #include <thread>
 
+#include "backends/mpi/mpi_version.h"
 #include "core/error.h"
 
 namespace collie::mpi {
@@ -117,8 +118,7 @@ std::string MpiDist::library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(text, &len);
-  std::string v(text, static_cast<std::size_t>(len));
-  return v.substr(0, v.find(','));
+  return library_banner(std::string(text, static_cast<std::size_t>(len)));
 }
 
 void MpiDist::free_groups() {

@@ -99,7 +99,8 @@ class MpiDist final : public Dist {
   Work barrier(const Group& g, CollectiveOptions o) override;
   Work monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) override;
 
-  // "Open MPI v4.1.4" (MPI_Get_library_version's first part).
+  // "Open MPI v4.1.4", "MPICH 4.0.2" (MPI_Get_library_version, read by
+  // mpi_version.h's library_banner()).
   static std::string library_version();
 
  private:

@@ -3,14 +3,23 @@
 // It is what a minimal correct transport looks like, and the conformance
 // suite passes on it.
 //
-// Built again with LOOPBACK_BUG=<class> (and LOOPBACK_EVERY=N) as the
-// suite's own acceptance test: a family of broken transports, one per class
-// of transport bug, each of which `collie conformance` must fail with a
-// report that names the class (docs/backends.md):
+// It is also the suite's own acceptance test: a family of broken
+// transports, one per class of transport bug, each of which `collie
+// conformance` must fail with a report that names the class
+// (docs/backends.md). Built with LOOPBACK_BUG=<class> (and LOOPBACK_EVERY=N)
+// the bug is fixed at compile time. Built with LOOPBACK_FAMILY, one build
+// serves the whole family: it is copied once per variant, and each copy
+// reads its variant from its own file name (lossy_loopback.so is
+// lossy_loopback; kVariants below), so that `--backend-plugin X.so
+// --backend X` works for every member without compiling each.
 //   lossy_loopback               drops every N-th frame
 //   duplicating_loopback         delivers every N-th frame twice
 //   double_completing_loopback   completes every N-th send twice
 //   late_reading_loopback        reports a send complete, reads its payload later
+//   reads_after_completion_loopback  reports every send complete at once, reads its payload right
+//                                    after (before its rank runs again: only scribbling shows it)
+//   thousandth_frame_loopback    delivers its 1000th frame (and every 1000th after) twice: only
+//                                long runs reach it
 //   short_payload_loopback       delivers every N-th payload one byte short
 //   bf16_truncating_loopback     bfloat16 SUM truncates instead of rounding to nearest even
 //   early_returning_loopback     run_until returns when idle instead of reporting a deadlock
@@ -21,9 +30,20 @@
 //   timerless_loopback           schedule_at() never fires: op timeouts never expire
 //   silent_crash_loopback        a crashed rank's peers are never told (no on_peer_lost)
 //   frozen_clock_loopback        now() always reads 0 (timers still fire, when idle)
+//   always_resuming_loopback     schedule() resumes every coroutine inside the call (collie crashed on it)
+//   resuming_in_post_loopback    post_send() resumes a waiting coroutine inside the call
+//   synchronous_loopback         delivers every N-th frame inside post_send()
+//   eager_timer_loopback         schedule_at() resumes the coroutine inside the call
+//   corrupt_<kind>_<field>_loopback  changes one header field of every few frames of one kind in transit
+//   forged_<kind>_<field>_loopback   the same, sealing the header again (only the protocol can tell)
+//   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
+#include <dlfcn.h>
+
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <bit>
@@ -33,6 +53,7 @@
 
 #include "backends/plugin.h"
 #include "core/error.h"
+#include "core/frame_check.h"
 
 #define LOOPBACK_CORRECT 0
 #define LOOPBACK_DROP 1
@@ -49,6 +70,12 @@
 #define LOOPBACK_DROP_TIMERS 12
 #define LOOPBACK_SILENT_CRASH 13
 #define LOOPBACK_FROZEN_CLOCK 14
+#define LOOPBACK_OLD_ABI 15
+#define LOOPBACK_RESUME_INSIDE_POST 16
+#define LOOPBACK_DELIVER_INSIDE_POST 17
+#define LOOPBACK_TIMER_INSIDE_CALL 18
+#define LOOPBACK_CORRUPT_HEADER 19
+#define LOOPBACK_READ_AFTER_COMPLETE 20
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -67,6 +94,148 @@ namespace {
 using collie::FrameHeader;
 using collie::Nanos;
 
+#ifdef LOOPBACK_FAMILY
+// The family: which bug each copy has, by the copy's file name.
+struct Variant {
+  const char* name;
+  int bug;
+  std::uint64_t every;  // the bug strikes every `every`-th time it can
+  const char* description;
+};
+
+constexpr Variant kVariants[] = {
+    {"loopback", LOOPBACK_CORRECT, 1, "example plugin: in-process FIFO loopback, no virtual time"},
+    {"lossy_loopback", LOOPBACK_DROP, 50, "broken on purpose: drops every 50th frame (must fail conformance)"},
+    {"duplicating_loopback", LOOPBACK_DUPLICATE, 50, "broken on purpose: delivers every 50th frame twice"},
+    {"double_completing_loopback", LOOPBACK_DOUBLE_COMPLETE, 50, "broken on purpose: completes every 50th send twice"},
+    {"late_reading_loopback", LOOPBACK_LATE_READ, 50,
+     "broken on purpose: reads a send's payload after reporting it complete"},
+    {"reads_after_completion_loopback", LOOPBACK_READ_AFTER_COMPLETE, 1,
+     "broken on purpose: completes every send at once and reads its payload right after"},
+    {"thousandth_frame_loopback", LOOPBACK_DUPLICATE, 1000,
+     "broken on purpose: delivers its 1000th frame (and every 1000th after) twice"},
+    {"short_payload_loopback", LOOPBACK_SHORT_PAYLOAD, 50, "broken on purpose: delivers every 50th payload one byte short"},
+    {"bf16_truncating_loopback", LOOPBACK_BF16_TRUNCATE, 1,
+     "broken on purpose: bfloat16 SUM truncates instead of rounding"},
+    {"early_returning_loopback", LOOPBACK_EARLY_RETURN, 1,
+     "broken on purpose: run_until returns when idle instead of reporting a deadlock"},
+    {"eager_resuming_loopback", LOOPBACK_RESUME_INSIDE_SCHEDULE, 50,
+     "broken on purpose: schedule() resumes the coroutine inside the call"},
+    {"eager_completing_loopback", LOOPBACK_COMPLETE_INSIDE_POST, 50,
+     "broken on purpose: completes a send inside post_send()"},
+    {"backwards_clock_loopback", LOOPBACK_CLOCK_BACKWARDS, 1, "broken on purpose: now() goes back now and then"},
+    {"hanging_loopback", LOOPBACK_HANG, 50,
+     "broken on purpose: drops every 50th frame, then hangs instead of reporting the deadlock"},
+    {"timerless_loopback", LOOPBACK_DROP_TIMERS, 1,
+     "broken on purpose: schedule_at() never fires (timeouts never expire)"},
+    {"silent_crash_loopback", LOOPBACK_SILENT_CRASH, 1,
+     "broken on purpose: never tells a crashed rank's peers (no on_peer_lost)"},
+    {"frozen_clock_loopback", LOOPBACK_FROZEN_CLOCK, 1, "broken on purpose: now() always reads 0"},
+    {"always_resuming_loopback", LOOPBACK_RESUME_INSIDE_SCHEDULE, 1,
+     "broken on purpose: schedule() resumes every coroutine inside the call (collie crashed on it)"},
+    {"resuming_in_post_loopback", LOOPBACK_RESUME_INSIDE_POST, 50,
+     "broken on purpose: post_send() resumes a waiting coroutine inside the call"},
+    {"synchronous_loopback", LOOPBACK_DELIVER_INSIDE_POST, 50,
+     "broken on purpose: delivers every 50th frame inside post_send()"},
+    {"eager_timer_loopback", LOOPBACK_TIMER_INSIDE_CALL, 1,
+     "broken on purpose: schedule_at() resumes the coroutine inside the call"},
+    {"old_abi_loopback", LOOPBACK_OLD_ABI, 1,
+     "broken on purpose: says it was built for the previous plugin ABI (must be refused)"},
+};
+
+// This module's file name without folder and extension.
+std::string module_stem() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&module_stem), &info) || !info.dli_fname) return {};
+  std::string_view path = info.dli_fname;
+  if (const auto slash = path.rfind('/'); slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  if (const auto dot = path.find('.'); dot != std::string_view::npos) path = path.substr(0, dot);
+  return std::string(path);
+}
+#endif
+
+// Which bug this build has: LOOPBACK_BUG, or with LOOPBACK_FAMILY the entry
+// of kVariants named by the module's file name.
+struct Config {
+  std::string name = LOOPBACK_NAME;
+  std::string description = LOOPBACK_DESCRIPTION;
+  int bug = LOOPBACK_BUG;
+  std::uint64_t every = LOOPBACK_EVERY;
+  // LOOPBACK_CORRUPT_HEADER: which field of which kind of frame changes
+  // between post_send() and delivery, and whether the header is sealed
+  // again afterwards (a forged header: its check words hold, so only what
+  // the protocol implies can give it away).
+  collie::FrameKind kind = collie::FrameKind::kEager;
+  std::string field;
+  bool reseal = false;
+};
+
+#ifdef LOOPBACK_FAMILY
+// corrupt_<kind>_<field>_loopback and forged_<kind>_<field>_loopback: ONE
+// field of ONE kind of frame, every few frames of that kind.
+bool parse_header_variant(const std::string& stem, Config& out) {
+  const std::string suffix = "_loopback";
+  std::string rest;
+  for (const char* prefix : {"corrupt_", "forged_"}) {
+    const std::string p = prefix;
+    if (stem.rfind(p, 0) == 0 && stem.size() > p.size() + suffix.size() &&
+        stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      rest = stem.substr(p.size(), stem.size() - p.size() - suffix.size());
+      out.reseal = p == "forged_";
+    }
+  }
+  const auto cut = rest.find('_');
+  if (cut == std::string::npos) return false;
+  const std::string kind = rest.substr(0, cut), field = rest.substr(cut + 1);
+  static const std::pair<const char*, collie::FrameKind> kinds[] = {
+      {"eager", collie::FrameKind::kEager}, {"rts", collie::FrameKind::kRts}, {"cts", collie::FrameKind::kCts},
+      {"nack", collie::FrameKind::kNack}, {"data", collie::FrameKind::kData}};
+  static const char* fields[] = {"src",           "dst",   "context", "group_digest", "tag",   "channel_seq",
+                                 "rendezvous_id", "dtype", "count",   "bytes",        "fingerprint"};
+  bool known_kind = false, known_field = false;
+  for (const auto& [name, k] : kinds)
+    if (kind == name) known_kind = true, out.kind = k;
+  for (const char* f : fields) known_field = known_field || field == f;
+  if (!known_kind || !known_field) return false;
+  out.name = stem;
+  out.bug = LOOPBACK_CORRUPT_HEADER;
+  out.field = field;
+  // Eager frames are many; the rendezvous's few; NACKs come one per refusal.
+  out.every = out.kind == collie::FrameKind::kEager ? 50 : out.kind == collie::FrameKind::kNack ? 1 : 7;
+  out.description = std::string("broken on purpose: ") + (out.reseal ? "forges" : "changes") + " the " + field +
+                    " of every " + std::to_string(out.every) + "th " + kind + " frame" +
+                    (out.reseal ? ", sealing the header again" : " in transit");
+  return true;
+}
+#endif
+
+const Config& config() {
+  static const Config c = [] {
+    Config out;
+#ifdef LOOPBACK_FAMILY
+    const std::string stem = module_stem();
+    for (const Variant& v : kVariants) {
+      if (stem != v.name) continue;
+      out.name = v.name;
+      out.description = v.description;
+      out.bug = v.bug;
+      out.every = v.every;
+      return out;
+    }
+    if (parse_header_variant(stem, out)) return out;
+    // A copy under a name the family does not know is refused by name
+    // (create() fails), never silently correct.
+    out.name = stem;
+    out.description = "unknown member of the loopback family";
+    out.bug = -1;
+#endif
+    return out;
+  }();
+  return c;
+}
+int bug() { return config().bug; }
+std::uint64_t every() { return config().every; }
+
 class Loopback;
 
 class Endpoint final : public collie::Transport {
@@ -81,12 +250,11 @@ class Endpoint final : public collie::Transport {
   void schedule_at(Nanos when, std::coroutine_handle<> h) override;
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
-#if LOOPBACK_BUG == LOOPBACK_BF16_TRUNCATE
-  // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
-  // nearest even); everything else as the core's host reduction.
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
-    if (dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
+    if (bug() != LOOPBACK_BF16_TRUNCATE || dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
       return collie::Transport::reduce(dst, src, count, dtype, op);
+    // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
+    // nearest even).
     auto* d = static_cast<std::uint16_t*>(dst);
     const auto* s = static_cast<const std::uint16_t*>(src);
     for (std::size_t i = 0; i < count; ++i) {
@@ -94,7 +262,6 @@ class Endpoint final : public collie::Transport {
       d[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(sum) >> 16);
     }
   }
-#endif
   collie::FrameSink* sink() const { return sink_; }
 
  private:
@@ -116,7 +283,7 @@ class Loopback final : public collie::InProcessBackend {
   void crash(int rank, const std::string& why) override {
     dead_.resize(endpoints_.size());
     dead_[static_cast<std::size_t>(rank)] = true;
-    if (LOOPBACK_BUG == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
+    if (bug() == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
     for (int p = 0; p < size(); ++p)
       if (p != rank) queue_.push_back({Item::kLost, p, nullptr, {}, {}, nullptr, rank, why});
   }
@@ -141,6 +308,17 @@ class Loopback final : public collie::InProcessBackend {
   // then jumps to them.
   void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
   std::uint64_t next_frame() { return ++frames_; }
+  std::uint64_t next_of_kind(int kind) { return ++of_kind_[static_cast<std::size_t>(kind)]; }
+  // Resumes the first coroutine waiting in the queue, at once.
+  void resume_one_now() {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->kind != Item::kResume) continue;
+      void* h = it->ptr;
+      queue_.erase(it);
+      return std::coroutine_handle<>::from_address(h).resume();
+    }
+  }
+  Endpoint& endpoint(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
   int size() const { return static_cast<int>(endpoints_.size()); }
   Nanos clock() const { return static_cast<Nanos>(events_) + jump_; }
 
@@ -162,8 +340,8 @@ class Loopback final : public collie::InProcessBackend {
       }
       if (queue_.empty()) {
         if (deadline) return false;
-        if (LOOPBACK_BUG == LOOPBACK_EARLY_RETURN) return false;
-        if (LOOPBACK_BUG == LOOPBACK_HANG)
+        if (bug() == LOOPBACK_EARLY_RETURN) return false;
+        if (bug() == LOOPBACK_HANG)
           for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // the bug: a hang, not a report
         throw collie::Error(collie::ErrorKind::kDeadlock, {}, "loopback: no frame or coroutine is pending");
       }
@@ -197,6 +375,7 @@ class Loopback final : public collie::InProcessBackend {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::deque<Item> queue_;
   std::uint64_t events_ = 0, frames_ = 0;
+  std::uint64_t of_kind_[5] = {};  // frames posted, per FrameKind
   std::multimap<Nanos, std::pair<int, void*>> timers_;
   std::vector<bool> dead_;  // crashed ranks
   Nanos jump_ = 0;
@@ -205,27 +384,54 @@ class Loopback final : public collie::InProcessBackend {
 
 int Endpoint::world_size() const { return world_.size(); }
 Nanos Endpoint::now() const {
-  if (LOOPBACK_BUG == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
+  if (bug() == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
   const Nanos t = world_.clock();
-  return LOOPBACK_BUG == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
+  return bug() == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
 }
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
-  if (LOOPBACK_BUG == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  if (bug() == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  if (bug() == LOOPBACK_TIMER_INSIDE_CALL) return h.resume();
   world_.timer(when, rank_, h.address());
 }
 void Endpoint::schedule(std::coroutine_handle<> h) {
-  if (LOOPBACK_BUG == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % LOOPBACK_EVERY == 0) return h.resume();
+  if (bug() == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % every() == 0) return h.resume();
   world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}});
 }
 bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
   return world_.run_until(done, deadline);
 }
 
-void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payload, void* cookie) {
+// Changes config().field of `h` (LOOPBACK_CORRUPT_HEADER): the header as
+// delivered, not as routed.
+void corrupt(FrameHeader& h, int world) {
+  const std::string& f = config().field;
+  if (f == "src") h.src = (h.src + 1) % world;
+  else if (f == "dst") h.dst = (h.dst + 1) % world;
+  else if (f == "context") h.context ^= 2;
+  else if (f == "group_digest") h.group_digest ^= 1;
+  else if (f == "tag") h.tag ^= 1;
+  else if (f == "channel_seq") h.channel_seq ^= 1;
+  else if (f == "rendezvous_id") h.rendezvous_id ^= 1;
+  else if (f == "dtype") h.dtype = static_cast<collie::DType>((static_cast<int>(h.dtype) + 1) % collie::kNumDTypes);
+  else if (f == "count") h.count ^= 1;
+  else if (f == "bytes") h.bytes ^= 1;
+  else if (f == "fingerprint") h.fp.seq ^= 1;
+  if (config().reseal) collie::seal(h);
+}
+
+void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> payload, void* cookie) {
   using Item = Loopback::Item;
   const std::uint64_t n = world_.next_frame();
-  const bool nth = n % LOOPBACK_EVERY == 0;
-  switch (LOOPBACK_BUG) {
+  const bool nth = n % every() == 0;
+  FrameHeader h = header;
+  if (bug() == LOOPBACK_CORRUPT_HEADER && h.kind == config().kind &&
+      world_.next_of_kind(static_cast<int>(h.kind)) % every() == 0) {
+    corrupt(h, world_.size());
+    world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
+    if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
+    return;
+  }
+  switch (bug()) {
     case LOOPBACK_DROP:
     case LOOPBACK_HANG:
       if (!nth) world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
@@ -246,6 +452,26 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
       }
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
       break;
+    case LOOPBACK_READ_AFTER_COMPLETE:
+      // Completion at once, the payload read on the very next turn: before
+      // anything of the sender runs again, so the program never changed the
+      // buffer and its values are right -- unless the core made the buffer
+      // provably unused (core/send_scribble.h). Payloads up to 64 KiB, as
+      // late_reading_loopback, so that a freed buffer is still mapped.
+      if (cookie && payload.size() <= 65536) {
+        world_.push({Item::kSent, rank_, cookie, {}, {}});
+        world_.push({Item::kReadLate, h.dst, nullptr, h, {}, payload.data(), 1});
+        return;
+      }
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
+    case LOOPBACK_DELIVER_INSIDE_POST:
+      if (nth) {
+        world_.endpoint(h.dst).sink()->on_frame(h, payload);
+        break;
+      }
+      world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      break;
     case LOOPBACK_SHORT_PAYLOAD:
       world_.push({Item::kDeliver, h.dst, nullptr, h,
                    {payload.begin(), payload.end() - (nth && !payload.empty() ? 1 : 0)}});
@@ -253,15 +479,25 @@ void Endpoint::post_send(const FrameHeader& h, std::span<const std::byte> payloa
     default:
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
   }
-  if (cookie && LOOPBACK_BUG == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
+  if (bug() == LOOPBACK_RESUME_INSIDE_POST && nth) world_.resume_one_now();
+  if (cookie && bug() == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
-  if (cookie && LOOPBACK_BUG == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
+  if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
 }
 
-collie::InProcessBackend* create(const collie::BackendOptions* o) { return new Loopback(o->world_size); }
-
-const CollieBackendPlugin kPlugin{COLLIE_PLUGIN_ABI_VERSION, LOOPBACK_NAME, LOOPBACK_DESCRIPTION, &create};
+collie::InProcessBackend* create(const collie::BackendOptions* o) {
+  if (bug() < 0)
+    throw collie::Error(collie::ErrorKind::kUsage, {},
+                        "the loopback family has no member named '" + config().name +
+                            "' (backends/plugins/loopback.cpp, kVariants)");
+  return new Loopback(o->world_size);
+}
 
 }  // namespace
 
-extern "C" const CollieBackendPlugin* collie_backend_plugin() { return &kPlugin; }
+extern "C" const CollieBackendPlugin* collie_backend_plugin() {
+  static const CollieBackendPlugin plugin{COLLIE_PLUGIN_ABI_VERSION - (bug() == LOOPBACK_OLD_ABI ? 1 : 0),
+                                          config().name.c_str(),
+                                          config().description.c_str(), &create};
+  return &plugin;
+}

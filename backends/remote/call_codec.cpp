@@ -14,6 +14,28 @@ using json = nlohmann::json;
 
 }  // namespace
 
+std::vector<std::size_t> written_buffers(const DistCall& c, int rank) {
+  const OpSpec& spec = c.spec();
+  std::vector<std::size_t> writes;
+  if (!(c.group.is_world_default() || c.group.is_member())) return writes;
+  const bool is_root = spec.rooted && c.peer == rank;
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < kNumSlots; ++k) {
+    const auto slot = static_cast<Slot>(k);
+    const Operand& o = spec.operand(slot);
+    if (!o.present()) continue;
+    const std::size_t n = c.views(slot).size();
+    for (std::size_t i = 0; i < n; ++i, ++at)
+      if (o.written_by(is_root)) writes.push_back(at);
+  }
+  if (spec.family == OpFamily::kBatch)
+    for (const P2POp& op : c.p2p) {
+      if (!op.is_send) writes.push_back(at);
+      ++at;
+    }
+  return writes;
+}
+
 EncodedCall encode_call(const DistCall& c, int rank) {
   const OpSpec& spec = c.spec();
   EncodedCall e;
@@ -33,10 +55,7 @@ EncodedCall encode_call(const DistCall& c, int rank) {
     if (!c.input_splits.empty()) h["input_split_sizes"] = c.input_splits;
     if (!c.output_splits.empty()) h["output_split_sizes"] = c.output_splits;
   }
-  const bool member = c.group.is_world_default() || c.group.is_member();
-  const bool is_root = spec.rooted && c.peer == rank;
   json layout = json::object();
-  json writes = json::array();
   for (std::size_t k = 0; k < kNumSlots; ++k) {
     const auto slot = static_cast<Slot>(k);
     const Operand& o = spec.operand(slot);
@@ -44,24 +63,24 @@ EncodedCall encode_call(const DistCall& c, int rank) {
     const std::vector<TensorView> v = c.views(slot);
     if (o.is_list() && v.empty()) continue;
     layout[std::string(slot_name(slot))] = v.size();
-    for (const TensorView& t : v) {
-      if (member && o.written_by(is_root)) writes.push_back(e.buffers.size());
-      e.buffers.push_back(t);
-    }
+    e.buffers.insert(e.buffers.end(), v.begin(), v.end());
   }
   if (spec.family == OpFamily::kBatch) {
     json ops = json::array();
     for (const P2POp& op : c.p2p) {
       ops.push_back(json{{"send", op.is_send}, {"peer", op.peer}, {"tag", op.tag}});
-      if (member && !op.is_send) writes.push_back(e.buffers.size());
       e.buffers.push_back(op.tensor);
     }
     h["p2p"] = std::move(ops);
   }
   h["layout"] = std::move(layout);
-  h["writes"] = std::move(writes);
+  h["writes"] = written_buffers(c, rank);
   json ts = json::array();
-  for (const TensorView& t : e.buffers) ts.push_back(json{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}});
+  for (const TensorView& t : e.buffers) {
+    json one{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}};
+    if (t.shape && t.dims >= 2) one["shape"] = std::vector<std::int64_t>(t.shape, t.shape + t.dims);
+    ts.push_back(std::move(one));
+  }
   h["tensors"] = std::move(ts);
   return e;
 }

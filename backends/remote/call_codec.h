@@ -19,7 +19,10 @@
 //             not pass (scatter's list off the root) is absent
 //   "p2p"     batch_isend_irecv's ops [{"send": B, "peer": P, "tag": T}],
 //             whose tensors follow the slots' buffers
-//   "tensors" each buffer's {"dtype": D, "count": C}, in order; one blob each
+//   "tensors" each buffer's {"dtype": D, "count": C}, in order; one blob each;
+//             "shape": [d0, d1, ...] too where the program's tensor has two
+//             or more dimensions (a library's worker shapes its tensor so;
+//             collie's core reads the count only)
 //   "writes"  the buffers this rank's call writes: a worker returns exactly
 //             those (none when the rank is outside the op's group)
 #pragma once
@@ -41,6 +44,10 @@ struct EncodedCall {
 
 // Encodes `c` as rank `rank` calls it.
 EncodedCall encode_call(const DistCall& c, int rank);
+
+// The buffers (indices in the op message's buffer order) that rank
+// `rank`'s call of `c` writes: its "writes" field.
+std::vector<std::size_t> written_buffers(const DistCall& c, int rank);
 
 // A call decoded on a worker, over buffers of its own.
 struct DecodedCall {

@@ -21,7 +21,7 @@
 //   {"t":"welcome","bootstrap":TEXT}
 //
 // Controller -> worker (a worker executes them in order):
-//   {"t":"begin","timeout_ns":T}   a run starts: the last run's groups and
+//   {"t":"begin","timeout_ns":T,"views":"strided"}   a run starts: the last run's groups and
 //                   handles are dropped; group 0 is a group of every rank
 //                   (the run's world), so no message of one run can meet
 //                   another's: a new one, or -- a worker's choice -- the last
@@ -33,6 +33,9 @@
 //                   told of every group, as non-members, so that every rank
 //                   numbers groups alike (only for workers whose jobs serve
 //                   smaller worlds: ProcessJobSpec::serves_smaller_worlds).
+//                   views "strided" (JobOptions::strided_views): hand the
+//                   library non-contiguous views of the tensors, or fail
+//                   each op as unsupported.
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one
@@ -53,6 +56,8 @@
 //   {"t":"failed","id":N,"kind":K,"error":TEXT}  K: a collie error kind
 //     ("unsupported", "invalid_argument", "timeout", ...) or "library".
 //   {"t":"bench_rows","rows":[...]} / {"t":"bench_failed","error":TEXT}
+//   {"t":"crashed","signal":N}  the worker's process is dying of signal N
+//     (its fatal-signal handler says so; the connection closes next).
 #pragma once
 
 #include <cstddef>

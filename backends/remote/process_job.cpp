@@ -39,6 +39,11 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
+std::string signal_name(int sig) {
+  const char* s = ::strsignal(sig);
+  return s ? s : "unknown signal";
+}
+
 std::string seconds(Nanos ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ns) / 1e9);
@@ -111,6 +116,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   void set_run_options(const JobOptions& o) override {
     options_.timeout_ns = o.timeout_ns;
     options_.process_faults = o.process_faults;
+    options_.strided_views = o.strided_views;
     if (can_run_world(o.world_size)) run_world_ = o.world_size;
   }
   RunResult run(const DistProgram& program, const RunContext& context) override;
@@ -223,12 +229,26 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   std::map<int, json> bench_answers_;
   std::uint64_t run_number_ = 0;
   Nanos run_started_ = 0;
+  // Proven workers that said another world size (explain_wrong_world).
+  bool draining_ = false;  // lost() is reading the other ranks' last messages
+  int wrong_world_ = 0;
+  int wrong_world_said_ = 0;
+  std::string wrong_world_library_;
 };
 
 // ---- ProcessJob: starting ---------------------------------------------------
 
 void ProcessJob::failed_start(const std::string& why) {
   std::string msg = spec_.backend + ": " + why;
+  if (wrong_world_ > 0) {
+    msg += "; " + std::to_string(wrong_world_) +
+           (wrong_world_ > 1 ? " processes proved the job's token but said they are ranks"
+                             : " process proved the job's token but said it is a rank") +
+           " of a world of " + std::to_string(wrong_world_said_) + ", not " + std::to_string(world_);
+    if (spec_.explain_wrong_world)
+      if (const std::string advice = spec_.explain_wrong_world(wrong_world_said_, wrong_world_library_); !advice.empty())
+        msg += ": " + advice;
+  }
   if (children_) {
     children_->reap();
     for (int fd : children_->output_fds()) children_->read_output(fd);
@@ -358,9 +378,18 @@ void ProcessJob::handshake(int fd, std::map<int, MessageReader>& readers, std::m
   }
   const json& h = m->head;
   const int rank = h.value("rank", -1);
-  const bool ok = h.value("t", "") == "hello" && rank >= 0 && rank < world_ &&
-                  h.value("mac", "") == hello_mac(token_, nonces[fd], rank) && h.value("world", -1) == world_ &&
-                  ranks_[static_cast<std::size_t>(rank)].fd < 0;
+  const bool proven =
+      h.value("t", "") == "hello" && rank >= 0 && rank < world_ && h.value("mac", "") == hello_mac(token_, nonces[fd], rank);
+  if (proven && h.value("world", -1) != world_) {
+    // One of ours, started alone (a worker under a foreign launcher).
+    ++wrong_world_;
+    wrong_world_said_ = h.value("world", -1);
+    wrong_world_library_ = h.value("library", "");
+    drop();
+    if (wrong_world_ >= world_) failed_start("0/" + std::to_string(world_) + " ranks joined");
+    return;
+  }
+  const bool ok = proven && ranks_[static_cast<std::size_t>(rank)].fd < 0;
   if (!ok) {
     drop();
     return;
@@ -435,6 +464,13 @@ void ProcessJob::on_message(int rank, Message m) {
     on_synced(rank, h.value("id", std::uint64_t{0}));
     return;
   }
+  if (t == "crashed") {  // the worker's signal handler: the connection closes next
+    const int sig = h.value("signal", 0);
+    RankLink& r = ranks_[static_cast<std::size_t>(rank)];
+    if (r.fate.empty() && sig > 0)
+      r.fate = "was killed by signal " + std::to_string(sig) + " (" + signal_name(sig) + ")";
+    return;
+  }
   if (t != "done" && t != "failed") return;
   const std::uint64_t id = h.value("id", std::uint64_t{0});
   auto it = pending_.find({rank, id});
@@ -503,6 +539,15 @@ void ProcessJob::lost(int rank, const std::string& why) {
       ::poll(nullptr, 0, 2);
     }
   }
+  // A launcher ends every rank when one dies: first take what the others
+  // said (a dying worker's "crashed"), so that the one that died first is
+  // named in the others' reports.
+  if (!spec_.child_per_rank && !draining_) {
+    draining_ = true;
+    for (int other = 0; other < world_; ++other)
+      if (other != rank && !ranks_[static_cast<std::size_t>(other)].dead) on_readable(other);
+    draining_ = false;
+  }
   if (r.fate.empty()) {
     if (spec_.child_per_rank && children_ && children_->exited(static_cast<std::size_t>(rank))) {
       r.fate = children_->fate(static_cast<std::size_t>(rank));
@@ -510,6 +555,25 @@ void ProcessJob::lost(int rank, const std::string& why) {
       r.fate = "ended with the job: the launcher " + children_->fate(0);
     } else {
       r.fate = "closed its connection" + (why.empty() ? std::string() : " (" + why + ")");
+    }
+    for (int other = 0; other < world_ && !spec_.child_per_rank; ++other) {
+      const std::string& f = ranks_[static_cast<std::size_t>(other)].fate;
+      if (other != rank && f.rfind("was killed by signal", 0) == 0) {
+        r.fate += " (after rank " + std::to_string(other) + "'s process " + f + ")";
+        break;
+      }
+    }
+  }
+  // Its last words: what it (or the launcher, which carries every rank's
+  // output) wrote last -- the library's message of why, as a rule.
+  std::string words;
+  if (children_ && !r.crashed) {
+    for (int fd : children_->output_fds()) children_->read_output(fd);
+    const std::size_t c = spec_.child_per_rank ? static_cast<std::size_t>(rank) : 0;
+    if (c < children_->size()) {
+      const std::string tail = children_->output_tail(c, 4000);
+      for (const std::string& l : spec_.last_words ? spec_.last_words(tail) : last_lines(tail, 6))
+        words += (words.empty() ? "" : "\n") + std::string("      | ") + l;
     }
   }
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -520,7 +584,13 @@ void ProcessJob::lost(int rank, const std::string& why) {
     WorkState& w = *it->second.work;
     auto err = std::make_exception_ptr(Error(ErrorKind::kTransport, w.info->context(),
                                              "rank " + std::to_string(rank) + "'s process " + r.fate + " during " +
-                                                 w.describe()));
+                                                 w.describe() +
+                                                 (words.empty() ? std::string()
+                                                                : "; the last lines on its stderr" +
+                                                                      std::string(spec_.child_per_rank
+                                                                                      ? ""
+                                                                                      : " (the launcher's, every rank's)") +
+                                                                      ":\n" + words)));
     auto keep = it->second.work;
     it = pending_.erase(it);
     keep->finish(err);
@@ -698,6 +768,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     if (r.dead) continue;
     json begin{{"t", "begin"}};
     if (options_.timeout_ns > 0) begin["timeout_ns"] = options_.timeout_ns;
+    if (options_.strided_views) begin["views"] = "strided";
     if (run_world_ < world_) begin["world"] = run_world_;
     queue(r, begin, {});
     flush(r);
@@ -773,6 +844,24 @@ std::string ProcessJob::bench_in_ranks(const std::string& options_json) {
 }
 
 }  // namespace
+
+bool says_something(const std::string& line) {
+  if (line.find_first_not_of(" \t\r") == std::string::npos) return false;
+  const bool frame = line.find("(+0x") != std::string::npos ||
+                     (line.find("[0x") != std::string::npos && line.find_last_not_of(" \t\r") == line.rfind(']'));
+  return !frame;
+}
+
+std::vector<std::string> last_lines(const std::string& output, int n, const std::function<bool(const std::string&)>& noise) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);) {
+    while (!l.empty() && l.back() == '\r') l.pop_back();
+    if (says_something(l) && !(noise && noise(l))) lines.push_back(l);
+  }
+  if (lines.size() > static_cast<std::size_t>(n)) lines.erase(lines.begin(), lines.end() - n);
+  return lines;
+}
 
 std::vector<std::pair<std::string, std::string>> local_rank_env(int rank, int world, const std::string& master_port,
                                                                 const std::string& controller, const std::string& token) {

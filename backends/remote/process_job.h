@@ -50,7 +50,25 @@ struct ProcessJobSpec {
   // Turns a launch that failed (a child's exit status and last output) into
   // advice, or "" ("mpirun refuses to run as root: ...").
   std::function<std::string(const std::string& output)> explain_failed_start;
+  // A process that proved the job's token but said its world has
+  // `world_said` ranks, not the job's -- a worker the launcher started
+  // alone, as an MPI worker under another MPI's mpirun starts -- ends the
+  // start with this advice (given what the worker said runs its ops,
+  // `library`); empty: the fact alone.
+  std::function<std::string(int world_said, const std::string& library)> explain_wrong_world;
+  // What a report of a rank whose process died quotes of the output of its
+  // process (or of the launcher, which carries every rank's): the lines
+  // that say why. Null: last_lines(output, 6).
+  std::function<std::vector<std::string>(const std::string& output)> last_words;
 };
+
+// Whether a line of a process's output says something: not blank, not a
+// frame of a backtrace ("libmpich.so.12(+0x30c7c5) [0x7fe467d0c7c5]").
+bool says_something(const std::string& line);
+
+// The last `n` lines of `output` that say something and are not `noise`.
+std::vector<std::string> last_lines(const std::string& output, int n,
+                                    const std::function<bool(const std::string& line)>& noise = {});
 
 // The environment of rank `rank` of a job of `world` local processes: torch's
 // env:// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,

@@ -28,6 +28,27 @@ std::vector<std::byte> bytes(const std::string& s) {
   return b;
 }
 
+// A dead rank's report quotes what its process wrote last that says
+// something: blank lines and backtrace frames are left out, and so are the
+// lines a backend names as noise (a launcher's rules).
+TEST(ProcessJobReports, LastLinesLeaveOutBacktraceFramesAndNoise) {
+  const std::string output =
+      "Assertion failed in file src/mpi/datatype/typerep/src/typerep_yaksa_pack.c at line 568: x\n"
+      "/usr/lib/x86_64-linux-gnu/libmpich.so.12(+0x30c7c5) [0x7fe467d0c7c5]\n"
+      "/usr/lib/x86_64-linux-gnu/libmpich.so.12(PMPI_Allreduce+0x2d5) [0x7fe467aa3b45]\n"
+      "\n"
+      "Abort(1) on node 1: Internal error\r\n"
+      "=====================\n";
+  const std::vector<std::string> all = last_lines(output, 6);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].substr(0, 16), "Assertion failed");
+  EXPECT_EQ(all[1], "Abort(1) on node 1: Internal error");
+  const auto rules = [](const std::string& l) { return l.find_first_not_of('=') == std::string::npos; };
+  EXPECT_EQ(last_lines(output, 1, rules), std::vector<std::string>{"Abort(1) on node 1: Internal error"});
+  EXPECT_FALSE(says_something("  \t"));
+  EXPECT_TRUE(says_something("[vm:1:0:1] Caught signal 11 (Segmentation fault: address not mapped)"));
+}
+
 TEST(OpProtocol, MessagesRoundTripWithTheirBlobsWhateverTheChunking) {
   const auto a = bytes("abc"), empty = bytes(""), big = bytes(std::string(70000, 'x'));
   std::vector<std::byte> wire = encode(nlohmann::json{{"t", "op"}, {"id", 7}}, {a, empty, big});

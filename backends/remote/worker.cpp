@@ -1,12 +1,16 @@
 #include "backends/remote/worker.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "backends/remote/call_codec.h"
 #include "backends/remote/op_protocol.h"
@@ -25,6 +29,48 @@ struct Op {
 };
 
 [[noreturn]] void protocol_error(const std::string& what) { throw std::runtime_error("the controller sent " + what); }
+
+// The controller's connection, for the fatal-signal handler, and whether a
+// message is being written on it (a crash frame then would tear it).
+volatile std::sig_atomic_t g_controller_fd = -1;
+volatile std::sig_atomic_t g_writing = 0;
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_previous[std::size(kFatalSignals)];
+
+// Says {"t":"crashed","signal":N} to the controller (only async-signal-safe
+// calls), then lets the signal do what it did before -- the library's own
+// handler (Open MPI's and UCX's print a backtrace) or the default: a fault
+// of an instruction by returning to it (it faults again, in the same
+// place), a signal that was sent (abort()) by sending it again.
+extern "C" void on_fatal_signal(int sig, siginfo_t* info, void*) {
+  const int fd = g_controller_fd;
+  if (fd >= 0 && !g_writing) {
+    char frame[64];
+    static constexpr char kHead[] = "{\"t\":\"crashed\",\"signal\":";
+    std::size_t n = 4;
+    for (const char* p = kHead; *p; ++p) frame[n++] = *p;
+    char digits[8];
+    std::size_t d = 0;
+    for (int v = sig; v > 0 && d < sizeof digits; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+    while (d > 0) frame[n++] = digits[--d];
+    frame[n++] = '}';
+    const auto body = static_cast<std::uint32_t>(n - 4);
+    for (int b = 0; b < 4; ++b) frame[b] = static_cast<char>((body >> (8 * b)) & 0xff);
+    [[maybe_unused]] const ssize_t w = ::write(fd, frame, n);
+  }
+  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i)
+    if (kFatalSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  if (!info || info->si_code <= 0) ::raise(sig);  // sent (SI_USER, SI_TKILL, ...): again
+}
+
+void report_fatal_signals(int fd) {
+  g_controller_fd = fd;
+  struct sigaction a {};
+  a.sa_sigaction = on_fatal_signal;
+  a.sa_flags = SA_SIGINFO;
+  ::sigemptyset(&a.sa_mask);
+  for (std::size_t i = 0; i < std::size(kFatalSignals); ++i) ::sigaction(kFatalSignals[i], &a, &g_previous[i]);
+}
 
 class Server {
  public:
@@ -51,13 +97,14 @@ class Server {
         op(std::move(m));
       } else if (t == "wait") {
         const auto id = m.head.at("id").get<std::uint64_t>();
+        if (answered_.erase(id)) continue;  // it failed when issued: answered already
         auto it = async_.find(id);
         if (it == async_.end()) protocol_error("a wait for op " + std::to_string(id) + ", which is not in flight");
         Op o = std::move(it->second);
         async_.erase(it);
         complete(id, o);
       } else if (t == "sync") {
-        write_message(fd_, json{{"t", "synced"}, {"id", m.head.value("id", std::uint64_t{0})}});
+        send(json{{"t", "synced"}, {"id", m.head.value("id", std::uint64_t{0})}});
       } else if (t == "bench") {
         bench(m.head);
       } else {
@@ -77,7 +124,9 @@ class Server {
     groups_.clear();
     group_errors_.clear();
     async_.clear();
+    answered_.clear();
     timeout_ns_ = head.value("timeout_ns", Nanos{0});
+    strided_ = head.value("views", "") == "strided";
     // A run of fewer ranks than the job's: the others make its groups as
     // non-members (every rank numbers groups alike) and idle through it.
     const int world = head.value("world", d_.world_size());
@@ -106,7 +155,7 @@ class Server {
       h["kind"] = "library";
       h["error"] = "a non-standard exception";
     }
-    write_message(fd_, h);
+    send(h);
   }
 
   void complete(std::uint64_t id, Op& o) {
@@ -125,7 +174,7 @@ class Server {
         blobs.push_back(o.decoded.tensors[k].byte_span());
       }
     h["outputs"] = std::move(outs);
-    write_message(fd_, h, blobs);
+    send(h, blobs);
   }
 
   void op(Message m) {
@@ -134,9 +183,13 @@ class Server {
     Op o{decode_call(h, m.blobs), Work()};
     try {
       o.decoded.call.group = group_of(h, o.decoded.call);
+      if (strided_ && !hooks_.no_strided_views.empty())
+        throw Error(ErrorKind::kUnsupported, OpContext{d_.rank(), std::string(o.decoded.call.name()), "", -1, {}},
+                    hooks_.no_strided_views);
       o.work = dispatch(d_, o.decoded.call);
     } catch (...) {
       reply_error(id, std::current_exception());
+      if (o.decoded.call.async) answered_.insert(id);  // the controller may still ask to wait for it
       return;
     }
     if (o.decoded.call.async) {
@@ -158,15 +211,26 @@ class Server {
 
   void bench(const json& h) {
     if (!hooks_.bench) {
-      write_message(fd_, json{{"t", "bench_failed"}, {"error", "this worker has no bench"}});
+      send(json{{"t", "bench_failed"}, {"error", "this worker has no bench"}});
       return;
     }
     try {
       json rows = hooks_.bench(d_, h.value("options", json::object()));
-      write_message(fd_, json{{"t", "bench_rows"}, {"rows", std::move(rows)}});
+      send(json{{"t", "bench_rows"}, {"rows", std::move(rows)}});
     } catch (const std::exception& e) {
-      write_message(fd_, json{{"t", "bench_failed"}, {"error", e.what()}});
+      send(json{{"t", "bench_failed"}, {"error", e.what()}});
     }
+  }
+
+  void send(const json& head, const std::vector<std::span<const std::byte>>& blobs = {}) {
+    g_writing = 1;
+    try {
+      write_message(fd_, head, blobs);
+    } catch (...) {
+      g_writing = 0;
+      throw;
+    }
+    g_writing = 0;
   }
 
   Dist& d_;
@@ -175,7 +239,9 @@ class Server {
   std::map<int, Group> groups_;
   std::map<int, std::string> group_errors_;
   std::map<std::uint64_t, Op> async_;
+  std::set<std::uint64_t> answered_;  // async ops that failed when issued
   Nanos timeout_ns_ = 0;
+  bool strided_ = false;  // the run asked for non-contiguous views
 };
 
 }  // namespace
@@ -211,8 +277,10 @@ int serve_ops(Dist& dist, const std::string& library, const WorkerHooks& hooks) 
         protocol_error("'" + welcome.head.value("t", "") + "' before the welcome that carries rank 0's bootstrap");
       hooks.joined(welcome.head.value("bootstrap", ""));
     }
+    report_fatal_signals(fd);
     Server server(dist, fd, hooks);
     const int rc = server.serve(std::move(commands));
+    g_controller_fd = -1;
     ::close(fd);
     return rc;
   } catch (const std::exception& e) {

@@ -29,10 +29,19 @@ struct WorkerHooks {
   // Runs collie bench's timed loop on this rank ({"t":"bench"}); returns
   // the rows (rank 0) as JSON. Empty: bench is refused.
   std::function<nlohmann::json(Dist& dist, const nlohmann::json& options)> bench;
+
+  // Why this worker cannot hand its library non-contiguous views (a run
+  // that asks for them, {"views":"strided"}, then fails each op as
+  // unsupported with these words). Empty: the request is ignored, as by
+  // collie's core, whose views are contiguous by contract.
+  std::string no_strided_views;
 };
 
 // Connects to COLLIE_CONTROLLER, proves COLLIE_JOB_TOKEN as rank
 // dist.rank() and says that `library` runs the ops, then serves commands.
+// While it serves, a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
+// is first told to the controller ({"t":"crashed","signal":N}), then
+// handled as before (the library's handler, or the default).
 // Returns the process exit code: 0 after "end", 1 when the controller went
 // away or spoke nonsense (said on stderr).
 int serve_ops(Dist& dist, const std::string& library, const WorkerHooks& hooks = {});

@@ -294,7 +294,7 @@ asio::ip::tcp::socket join_by_hand(TcpEventLoop& loop, std::uint16_t port, int r
   return s;
 }
 
-// A 96-byte header claiming 1 GiB made the receiver allocate 1 GiB before a
+// A header claiming 1 GiB made the receiver allocate 1 GiB before a
 // byte of it arrived (16 GB: a bare std::bad_alloc).
 TEST(Tcp, AReceiverAllocatesWhatArrivesNotWhatAHeaderClaims) {
   TcpEventLoop loop(3000);

@@ -101,6 +101,8 @@ std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h) {
   w.u64(h.fp.seq);
   w.u64(h.fp.count);
   w.u64(h.count);
+  w.u64(h.check.sum);
+  w.u64(h.check.weighted);
   w.u64(h.bytes);
   return out;
 }
@@ -157,6 +159,8 @@ std::optional<FrameHeader> decode_header(const std::uint8_t* bytes, std::string*
   h.fp.seq = r.u64();
   h.fp.count = r.u64();
   h.count = r.u64();
+  h.check.sum = r.u64();
+  h.check.weighted = r.u64();
   h.bytes = r.u64();
   if (h.bytes > kMaxFrameBytes) {
     *why = "frame of " + std::to_string(h.bytes) + " bytes is over the limit";

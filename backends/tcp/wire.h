@@ -1,11 +1,11 @@
-// collie's TCP wire format, version 2 (docs/wire.md).
+// collie's TCP wire format, version 3 (docs/wire.md).
 //
 // A connection starts with a hello in each direction:
 //   magic "CLHS" (u32), version (u16), flags (u16), rank (i32), world (i32),
 //   nonce (16 random bytes)
 // then a proof in each direction, connecting side first: HMAC-SHA256 of both
 // hellos under the job token (auth.h); the token itself is never sent. It
-// then carries frames: a fixed 96-byte little-endian header (everything a
+// then carries frames: a fixed 112-byte little-endian header (everything a
 // receiver needs to validate the frame before touching a buffer) followed by
 // `bytes` of payload.
 #pragma once
@@ -22,9 +22,9 @@ namespace collie::tcp {
 
 inline constexpr std::uint32_t kHandshakeMagic = 0x53484c43;  // "CLHS"
 inline constexpr std::uint32_t kFrameMagic = 0x52464c43;      // "CLFR"
-inline constexpr std::uint16_t kWireVersion = 2;
+inline constexpr std::uint16_t kWireVersion = 3;
 inline constexpr std::size_t kHandshakeBytes = 32;
-inline constexpr std::size_t kHeaderBytes = 96;
+inline constexpr std::size_t kHeaderBytes = 112;
 // A header whose kind byte is this is the transport's own "goodbye": the
 // sender's program ended and it is closing the connection on purpose. Its
 // `bytes` field is the length of a UTF-8 reason that follows (empty: it
@@ -44,7 +44,7 @@ struct Handshake {
 };
 
 std::array<std::uint8_t, kHandshakeBytes> encode(const Handshake& h);
-// Empty, with `why` set, when the bytes are not a version-2 hello.
+// Empty, with `why` set, when the bytes are not a hello of this version.
 std::optional<Handshake> decode_handshake(const std::uint8_t* bytes, std::string* why);
 
 std::array<std::uint8_t, kHeaderBytes> encode(const FrameHeader& h);

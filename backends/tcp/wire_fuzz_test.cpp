@@ -14,6 +14,7 @@
 
 #include "backends/tcp/rendezvous_wire.h"
 #include "backends/tcp/wire.h"
+#include "core/testing/random_header.h"
 
 namespace collie::tcp {
 namespace {
@@ -38,26 +39,11 @@ void mutate(std::array<std::uint8_t, N>& b) {
   }
 }
 
+// Any header whose payload length matches its count, as a sender writes it.
 FrameHeader gen_header() {
-  FrameHeader h;
-  h.kind = static_cast<FrameKind>(*rc::gen::inRange(0, 5));
-  h.src = *rc::gen::arbitrary<std::int32_t>();
-  h.dst = *rc::gen::arbitrary<std::int32_t>();
-  h.context = *rc::gen::arbitrary<std::uint32_t>();
-  h.tag = *rc::gen::arbitrary<std::int32_t>();
-  h.group_digest = *rc::gen::arbitrary<std::uint64_t>();
-  h.channel_seq = *rc::gen::arbitrary<std::uint64_t>();
-  h.rendezvous_id = *rc::gen::arbitrary<std::uint64_t>();
-  h.dtype = static_cast<DType>(*rc::gen::inRange(0, kNumDTypes));
+  FrameHeader h = testing::random_header();
   h.count = *rc::gen::inRange<std::uint64_t>(0, 1 << 20);
   h.bytes = h.count * dtype_size(h.dtype);
-  h.fp.op = static_cast<CollectiveKind>(*rc::gen::inRange(0, kNumCollectiveKinds));
-  h.fp.reduce_op = static_cast<ReduceOp>(*rc::gen::inRange(0, kNumReduceOps));
-  h.fp.algorithm = *rc::gen::arbitrary<std::uint8_t>();
-  h.fp.dtype = static_cast<DType>(*rc::gen::inRange(0, kNumDTypes));
-  h.fp.root = *rc::gen::arbitrary<std::int32_t>();
-  h.fp.seq = *rc::gen::arbitrary<std::uint64_t>();
-  h.fp.count = *rc::gen::arbitrary<std::uint64_t>();
   return h;
 }
 

@@ -24,6 +24,7 @@ import that fails), with one line on stderr saying why.
 """
 
 import datetime
+import faulthandler
 import hashlib
 import hmac
 import importlib
@@ -68,7 +69,7 @@ ELEMENT_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8":
 # An error raised at the call whose message says the library lacks the op,
 # dtype or reduce op: the case is skipped with that reason, never passed.
 UNSUPPORTED = re.compile(r"not supported|unsupported|no support|does not support|cannot use reduceop|"
-                         r"not implemented|notimplemented|invalid scalar type|"
+                         r"not implemented|notimplemented|only implemented for|invalid scalar type|"
                          # NCCL refuses two ranks on one GPU: a world larger than the GPUs present
                          r"duplicate GPU detected", re.IGNORECASE)
 
@@ -106,12 +107,32 @@ def reduce_op(name):
     return ops[name]
 
 
-def to_tensor(spec, blob):
+def to_tensor(spec, blob, strided=False):
+    """The buffer as the program's tensor: shaped as its "shape" (1-D without
+    one) and, for a run that asks for strided views, a non-contiguous view --
+    every other element of a tensor twice as wide in its last dimension --
+    holding the same values."""
     dtype = DTYPES[spec["dtype"]]
-    if spec["count"] == 0:
-        return torch.empty(0, dtype=dtype, device=DEVICE)
-    t = torch.frombuffer(bytearray(blob), dtype=dtype).clone()
-    return t if DEVICE is None else t.to(DEVICE)
+    shape = list(spec.get("shape") or [spec["count"]])
+    flat = torch.empty(0, dtype=dtype) if spec["count"] == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
+    if not strided:
+        t = flat.clone().reshape(shape)
+        return t if DEVICE is None else t.to(DEVICE)
+    wide = torch.zeros(shape[:-1] + [2 * shape[-1]], dtype=dtype, device=DEVICE)
+    t = wide[..., ::2]
+    t.copy_(flat.reshape(shape))
+    return t
+
+
+def rows(splits, t):
+    """collie's split sizes count elements; torch's count rows of dim 0."""
+    if splits is None or t.dim() < 2:
+        return splits
+    row = t[0].numel() if t.shape[0] else 0
+    if row == 0 or any(s % row for s in splits):
+        raise ValueError("split sizes %s are not whole rows of %d elements of a tensor of shape %s"
+                         % (splits, row, list(t.shape)))
+    return [s // row for s in splits]
 
 
 def to_bytes(t):
@@ -219,10 +240,10 @@ LIBRARY_CALLS = {
         _tensor_form("reduce_scatter_tensor", "_reduce_scatter_base")(out, t, op=rop, group=group, async_op=asy), None),
     "all_to_all": lambda w, group, lst, out_list, asy, **_: (
         dist.all_to_all(out_list, lst, group=group, async_op=asy), None),
-    # collie's splits count elements; the tensors here are 1-D, so they are rows too.
     "all_to_all_single": lambda w, group, t, out, head, asy, **_: (
-        dist.all_to_all_single(out, t, output_split_sizes=head.get("output_split_sizes"),
-                               input_split_sizes=head.get("input_split_sizes"), group=group, async_op=asy), None),
+        dist.all_to_all_single(out, t, output_split_sizes=rows(head.get("output_split_sizes"), out),
+                               input_split_sizes=rows(head.get("input_split_sizes"), t), group=group,
+                               async_op=asy), None),
     "barrier": lambda w, group, asy, **_: (dist.barrier(group=group, async_op=asy), None),
     "monitored_barrier": _monitored_barrier,
     "batch_isend_irecv": _batch_isend_irecv,
@@ -237,6 +258,8 @@ class Worker:
         self.groups = {}   # the run's group ids -> torch groups
         self.group_errors = {}
         self.handles = {}  # async op id -> (op, work, tensors, peer, group)
+        self.strided = False  # the run hands the library non-contiguous views
+        self.answered = set()  # async ops that failed when issued (a wait for one is answered)
         self.world_timeout_ns = None  # the timeout group 0 was made with
 
     # ---- groups -----------------------------------------------------------
@@ -257,6 +280,7 @@ class Worker:
         self.groups = {0: self.groups[0]} if keep else {}
         self.group_errors = {}
         self.handles = {}
+        self.answered = set()
         if not keep:
             self.world_timeout_ns = timeout_ns
             self.make_group(0, list(range(self.world)), timeout_ns)
@@ -315,6 +339,9 @@ class Worker:
     def reply_error(self, op_id, e):
         text = "%s: %s" % (type(e).__name__, e)
         kind = "unsupported" if UNSUPPORTED.search(text) else "library"
+        if self.strided and "contiguous" in text.lower():
+            # A refusal in words, not a wrong answer: the case is skipped with them.
+            kind, text = "unsupported", "the library refuses non-contiguous tensors: " + text
         self.link.write({"t": "failed", "id": op_id, "kind": kind, "error": text})
 
     def complete(self, op_id, head, work, tensors, source, group):
@@ -342,11 +369,13 @@ class Worker:
 
     def op(self, head, blobs):
         op_id = head["id"]
-        tensors = [to_tensor(spec, blob) for spec, blob in zip(head["tensors"], blobs)]
+        tensors = [to_tensor(spec, blob, self.strided) for spec, blob in zip(head["tensors"], blobs)]
         try:
             work, source = self.issue(head, tensors)
         except Exception as e:  # noqa: BLE001
             self.reply_error(op_id, e)
+            if head.get("async", False):
+                self.answered.add(op_id)  # the controller may still ask to wait for it
             return
         group = self.groups.get(head.get("group", 0))
         if head.get("async", False):
@@ -361,12 +390,16 @@ class Worker:
             if t == "end":
                 return 0
             if t == "begin":
+                self.strided = head.get("views") == "strided"
                 self.begin_run(head.get("timeout_ns"))
             elif t == "group":
                 self.make_group(head["group"], head["ranks"], head.get("timeout_ns"))
             elif t == "op":
                 self.op(head, blobs)
             elif t == "wait":
+                if head["id"] in self.answered:  # it failed when issued: answered already
+                    self.answered.discard(head["id"])
+                    continue
                 h, work, tensors, source, group = self.handles.pop(head["id"])
                 self.complete(head["id"], h, work, tensors, source, group)
             elif t == "sync":
@@ -560,6 +593,9 @@ def start_process_group(backend, rank, world, op_timeout):
 
 
 def main():
+    # A fatal signal in the library (Gloo's SIGFPE, an abort) prints the
+    # Python stack on stderr: the last lines collie reports for the rank.
+    faulthandler.enable()
     for module in filter(None, (m.strip() for m in os.environ.get("COLLIE_TORCH_IMPORT", "").split(","))):
         try:
             if module.endswith(".py"):

@@ -9,6 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "backends/data_path.h"
 #include "backends/remote/fork_server.h"
@@ -56,6 +59,20 @@ std::string explain(const std::string& output) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
+// What a dead rank's report quotes of its driver's output: Python's fatal
+// signal report (faulthandler: the error, then the innermost frames first,
+// where the library was called) when there is one, else its last lines
+// (a traceback's last lines are its error).
+std::vector<std::string> last_words(const std::string& output) {
+  const auto fatal = output.rfind("Fatal Python error: ");
+  if (fatal == std::string::npos) return remote::last_lines(output, 6);
+  std::vector<std::string> out;
+  std::istringstream in(output.substr(fatal));
+  for (std::string l; std::getline(in, l) && out.size() < 5;)
+    if (l.rfind("Fatal Python error: ", 0) == 0 || l.rfind("  File ", 0) == 0) out.push_back(l);
+  return out;
+}
+
 // The rank processes of every job under `py` are forked from one Python
 // that imported torch once (fork_server.h): a job of 8 ranks then starts in
 // a fraction of a second instead of 8 imports of torch (1.5 s of CPU each).
@@ -91,6 +108,7 @@ BackendInfo make(const std::string& name) {
     remote::ProcessJobSpec spec;
     spec.backend = name;
     spec.explain_failed_start = explain;
+    spec.last_words = last_words;
     const std::string timeout_ns = o.timeout_ns > 0 ? std::to_string(o.timeout_ns) : "";
     spec.children = [backend, timeout_ns](int world, const std::string& controller, const std::string& token) {
       const std::string port = std::to_string(remote::free_local_port());

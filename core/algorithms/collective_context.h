@@ -22,9 +22,11 @@
 #include "core/group.h"
 #include "core/message_engine.h"
 #include "core/observer.h"
+#include "core/send_scribble.h"
 #include "core/task.h"
 #include "core/tensor.h"
 #include "core/transport.h"
+#include "core/transport_call.h"
 #include "core/work.h"
 
 namespace collie {
@@ -65,6 +67,7 @@ class CollectiveContext {
     s.tag = tag;
     s.fp = fp_;
     s.buf = buf;
+    s.keepalive = scratch_;
     return Work(engine_.send(s, info_));
   }
   // Receives into buf (overwrite).
@@ -84,9 +87,13 @@ class CollectiveContext {
     if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
   }
   // A scratch tensor in the transport's memory (its memory_space(), where
-  // the call's tensors are too); `holder` keeps it alive.
+  // the call's tensors are too); `holder` keeps it alive, and so does every
+  // send of the call until its transport completes it (an algorithm that
+  // stops early frees nothing a transport still reads).
   TensorView scratch(DType dtype, std::size_t count, std::shared_ptr<std::byte>& holder) {
     holder = t_.allocate(count * dtype_size(dtype));
+    if (!scratch_) scratch_ = std::make_shared<std::vector<std::shared_ptr<std::byte>>>();
+    scratch_->push_back(holder);
     return TensorView{holder.get(), dtype, count, t_.memory_space()};
   }
 
@@ -95,8 +102,14 @@ class CollectiveContext {
     Transport* t;
     std::uint64_t bytes;
     bool await_ready() const noexcept { return !t->charges_compute_time(); }
-    void await_suspend(std::coroutine_handle<> h) const { t->schedule_after_compute(bytes, h); }
-    void await_resume() const noexcept {}
+    void await_suspend(std::coroutine_handle<> h) const {
+      TransportCall call("schedule_after_compute()");
+      t->schedule_after_compute(bytes, h);
+    }
+    void await_resume() const {
+      if (TransportCall::current()) [[unlikely]] note_resumed_inside_call(t, "a reduction's compute time");
+      restore_scribbles(t);
+    }
   };
   Work post_recv(int peer, int tag, TensorView buf, bool reduce, ReduceOp op) {
     stop_if_ended();
@@ -129,6 +142,7 @@ class CollectiveContext {
   Fingerprint fp_;
   std::shared_ptr<OpInfo> info_;
   OpObserver* observer_;
+  std::shared_ptr<std::vector<std::shared_ptr<std::byte>>> scratch_;  // every scratch() of the call
 };
 
 }  // namespace collie

@@ -1,0 +1,264 @@
+#include "conformance/decided_cases.h"
+
+#include <algorithm>
+
+#include "conformance/case_calls.h"
+#include "conformance/targeted_checks.h"
+
+namespace collie::conformance {
+
+namespace {
+
+// A group of six ranks' world named out of order, and a root that is
+// neither rank 0 nor the group's first member (group rank 2).
+const std::vector<int> kUnsorted = {5, 1, 4, 2};
+constexpr int kUnsortedWorld = 6;
+constexpr int kUnsortedRoot = 4;
+
+bool takes_tensors(const OpSpec& s) {
+  return std::any_of(s.operands.begin(), s.operands.end(), [](const Operand& o) { return o.present(); });
+}
+
+// The collectives of the table, in its order.
+std::vector<OpKind> collectives() {
+  std::vector<OpKind> out;
+  for (const OpSpec& s : op_table())
+    if (s.family == OpFamily::kCollective) out.push_back(s.kind);
+  return out;
+}
+
+std::string name_of(OpKind k) { return std::string(op_spec(k).name); }
+
+// The ops' reduce ops, taken in turn so that each reducing collective gets
+// a different one somewhere.
+ReduceOp reduce_op_for(std::size_t i) {
+  static constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProduct};
+  return kOps[i % std::size(kOps)];
+}
+
+DecidedCase collective(std::string feature, std::string name, int world, std::vector<CollectiveCase> cases) {
+  DecidedCase d;
+  d.feature = std::move(feature);
+  d.name = std::move(name);
+  d.world = world;
+  d.cases = std::move(cases);
+  return d;
+}
+
+DecidedCase targeted(std::string feature, std::string name, int world,
+                     std::function<CaseOutcome(const RunOnEveryRank&, const std::string&)> check) {
+  DecidedCase d;
+  d.feature = std::move(feature);
+  d.name = std::move(name);
+  d.world = world;
+  d.check = std::move(check);
+  return d;
+}
+
+void unsorted_groups_and_async_forms(std::vector<DecidedCase>& out) {
+  const std::vector<OpKind> ops = collectives();
+  for (bool async : {false, true}) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const OpSpec& s = op_spec(ops[i]);
+      if (async && !s.async) continue;  // monitored_barrier: blocking only
+      CollectiveCase c = case_of(ops[i]);
+      c.group = kUnsorted;
+      c.root = kUnsortedRoot;
+      c.count = 13;
+      c.reduce_op = reduce_op_for(i);
+      c.async_op = async;
+      c.data_seed = 100 + i;
+      out.push_back(collective(async ? "async_forms" : "unsorted_groups",
+                               name_of(ops[i]) + (s.rooted ? "_root" + std::to_string(kUnsortedRoot) : ""),
+                               kUnsortedWorld, {c}));
+    }
+  }
+}
+
+void sizes(std::vector<DecidedCase>& out) {
+  const std::vector<OpKind> ops = collectives();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!takes_tensors(op_spec(ops[i]))) continue;
+    CollectiveCase c = case_of(ops[i]);
+    c.dtype = DType::kInt32;
+    c.count = 65539;
+    c.root = 2;
+    c.reduce_op = reduce_op_for(i);
+    c.data_seed = 200 + i;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c}));
+  }
+}
+
+void layouts(std::vector<DecidedCase>& out) {
+  const std::vector<OpKind> ops = collectives();
+  for (bool strided : {false, true}) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!takes_tensors(op_spec(ops[i]))) continue;
+      CollectiveCase c = case_of(ops[i]);
+      c.dtype = DType::kFloat64;
+      c.count = 21;
+      c.row = 3;
+      c.root = 1;
+      c.strided = strided;
+      c.reduce_op = reduce_op_for(i);
+      c.data_seed = 300 + i;
+      DecidedCase d = collective("layouts", name_of(ops[i]) + (strided ? "_2d_strided" : "_2d"), 3, {c});
+      d.strided = strided;
+      out.push_back(std::move(d));
+    }
+  }
+}
+
+// The first data seed from `seed` on whose uneven blocks some group rank's
+// input and output splits differ and some block is empty.
+std::uint64_t differing_splits(CollectiveCase c, int n, std::uint64_t seed) {
+  for (;; ++seed) {
+    c.data_seed = seed;
+    bool differ = false, empty = false;
+    for (int g = 0; g < n; ++g)
+      for (int i = 0; i < n; ++i) {
+        differ = differ || block_count(c, g, i) != block_count(c, i, g);
+        empty = empty || block_count(c, g, i) == 0;
+      }
+    if (differ && empty) return seed;
+  }
+}
+
+void uneven_all_to_all(std::vector<DecidedCase>& out) {
+  const std::vector<int> named = {4, 0, 3, 1};
+  for (bool tensor_form : {true, false}) {
+    for (std::int64_t row : {0, 4}) {
+      CollectiveCase c;
+      c.op = CollectiveKind::kAllToAll;
+      c.tensor_form = tensor_form;
+      c.uneven = true;
+      c.group = named;
+      c.count = row ? 12 : 5;
+      c.row = row;
+      c.dtype = DType::kInt64;
+      c.data_seed = differing_splits(c, static_cast<int>(named.size()), 400 + static_cast<std::uint64_t>(row));
+      out.push_back(collective("uneven_all_to_all",
+                               std::string(tensor_form ? "single" : "list") + (row ? "_2d" : "_1d"), 5, {c}));
+    }
+  }
+}
+
+void reduce_edges(std::vector<DecidedCase>& out) {
+  const std::vector<int> three = {3, 1, 2}, two = {3, 1};
+  std::uint64_t seed = 500;
+  for (OpKind k : collectives()) {
+    const OpSpec& s = op_spec(k);
+    if (!s.reduce_op) continue;
+    auto call = [&](DType dt, ReduceOp op, const std::vector<int>& group) {
+      CollectiveCase c = case_of(k);
+      c.group = group;
+      c.root = 3;
+      c.dtype = dt;
+      c.reduce_op = op;
+      c.count = 37;
+      c.data_seed = ++seed;
+      return c;
+    };
+    std::vector<CollectiveCase> negative;
+    for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt8})
+      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+        negative.push_back(call(dt, op, three));
+        negative.back().negative = true;
+      }
+    out.push_back(collective("reduce_edges", name_of(k) + "_min_max_negative", 4, negative));
+    std::vector<CollectiveCase> nan;
+    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kSum}) {
+      nan.push_back(call(DType::kFloat32, op, three));
+      nan.back().special_values = true;
+      nan.back().count = 64;
+    }
+    out.push_back(collective("reduce_edges", name_of(k) + "_nan", 4, nan));
+    // Two contributors: one rounding, the same in any order, checked exactly.
+    std::vector<CollectiveCase> product;
+    for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kInt32}) {
+      product.push_back(call(dt, ReduceOp::kProduct, two));
+      product.back().rounding = is_floating(dt);
+    }
+    out.push_back(collective("reduce_edges", name_of(k) + "_product_precision", 4, product));
+    for (DType dt : {DType::kInt8, DType::kUInt8, DType::kBool}) {
+      std::vector<CollectiveCase> edges;
+      for (int op = 0; op < kNumReduceOps; ++op) {
+        if (reduce_op_unsupported(static_cast<ReduceOp>(op), dt)) continue;
+        edges.push_back(call(dt, static_cast<ReduceOp>(op), three));
+        edges.back().edges = true;
+      }
+      out.push_back(collective("reduce_edges", name_of(k) + "_" + std::string(dtype_name(dt)) + "_edges", 4, edges));
+    }
+  }
+}
+
+void point_to_point(std::vector<DecidedCase>& out) {
+  for (bool async : {false, true}) {
+    const std::size_t count = async ? 65537 : 5;
+    out.push_back(targeted("any_source", std::string(async ? "irecv" : "recv") + "_in_subgroup", kUnsortedWorld,
+                           [async, count](const RunOnEveryRank& run, const std::string& context) {
+                             return run_any_source(run, kUnsortedWorld, kUnsorted, kUnsortedRoot, 2, count, async,
+                                                   context);
+                           }));
+  }
+  for (bool async : {false, true}) {
+    out.push_back(targeted("tags", std::string("whole_range_") + (async ? "irecv" : "recv"), 4,
+                           [async](const RunOnEveryRank& run, const std::string& context) {
+                             return run_tag_range(run, 4, {3, 1}, 3, 1, async, context);
+                           }));
+    out.back().may_hang = true;  // a receive refused for its tag leaves the sender's isends waiting
+  }
+}
+
+void barriers(std::vector<DecidedCase>& out) {
+  // Longer than a loaded machine takes to answer a library's op (a Python
+  // rank may be off its core for 100 ms): what a barrier that returns at
+  // once needs to be seen.
+  constexpr Nanos kLate = 500'000'000;
+  auto barrier = [&](const std::string& name, CollectiveKind op, int world, std::vector<int> group, bool async,
+                     int late) {
+    CollectiveCase c;
+    c.op = op;
+    c.group = std::move(group);
+    c.async_op = async;
+    c.late_rank = late;
+    c.late_ns = kLate;
+    out.push_back(collective("barrier_entry", name, world, {c}));
+  };
+  barrier("barrier_world", CollectiveKind::kBarrier, 4, {}, false, 3);
+  barrier("barrier_async_in_subgroup", CollectiveKind::kBarrier, kUnsortedWorld, kUnsorted, true, 1);
+  barrier("monitored_barrier_in_subgroup", CollectiveKind::kMonitoredBarrier, kUnsortedWorld, kUnsorted, false, 5);
+}
+
+void call_timeout(std::vector<DecidedCase>& out) {
+  DecidedCase d = targeted("call_timeout", "all_reduce_own_deadline", 2,
+                           [](const RunOnEveryRank& run, const std::string& context) {
+                             return run_call_timeout(run, 2, {1, 0}, 1, 8'000'000'000, 300'000'000, context);
+                           });
+  d.needs_timeouts = true;
+  d.ends_job = true;
+  out.push_back(std::move(d));
+}
+
+}  // namespace
+
+std::vector<DecidedCase> decided_cases() {
+  std::vector<DecidedCase> out;
+  unsorted_groups_and_async_forms(out);
+  sizes(out);
+  layouts(out);
+  uneven_all_to_all(out);
+  reduce_edges(out);
+  point_to_point(out);
+  barriers(out);
+  call_timeout(out);
+  return out;
+}
+
+CaseOutcome run_decided(const DecidedCase& d, const RunOnEveryRank& run, bool strict, bool library) {
+  const std::string context = "world " + std::to_string(d.world);
+  if (d.check) return d.check(run, context);
+  return run_and_check(run, d.world, d.cases, strict, context, library);
+}
+
+}  // namespace collie::conformance

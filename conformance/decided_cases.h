@@ -1,0 +1,64 @@
+// The conformance suite's decided cases: classes of input that libraries
+// implement separately and random cases reach rarely or never, each covered
+// by construction rather than drawn from a seed (so their names are stable
+// and a seed cannot miss them):
+//
+//   unsorted_groups    every collective in a group named out of order
+//                      ({5,1,4,2} of 6), rooted ones at root 4 -- neither 0
+//                      nor the group's first member; gather and all_gather
+//                      order by group rank there
+//   async_forms        the same calls in their async form (async_op=True,
+//                      the library's nonblocking call)
+//   sizes              every collective with 65539 elements per rank (or
+//                      per block): above 64 Ki, not a power of two
+//   layouts            every collective with two-dimensional tensors, and
+//                      with non-contiguous (strided) views of them
+//   uneven_all_to_all  both all_to_all forms with input and output splits
+//                      that differ (empty blocks among them), 1-D and 2-D
+//   reduce_edges       each reducing op with every contributor negative
+//                      (MIN/MAX), NaNs, PRODUCT's precision (float32 and
+//                      float64 rounding, int64 wrapping) and int8, uint8
+//                      and bool at their edges under every reduce op
+//   any_source         any-source receives, blocking and async, in a group
+//                      named out of order: the sender's global rank
+//   tags               tags across their range, differing in high bits only
+//   call_timeout       a call's own timeout, honoured at its own deadline
+//   barrier_entry      no member leaves a barrier (or monitored_barrier)
+//                      before the late member entered
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "conformance/collective_check.h"
+
+namespace collie::conformance {
+
+struct DecidedCase {
+  std::string feature;
+  std::string name;
+  int world = 1;
+  // Collective calls, run together by run_and_check() ...
+  std::vector<CollectiveCase> cases;
+  // ... or a targeted check (targeted_checks.h) instead.
+  std::function<CaseOutcome(const RunOnEveryRank& run, const std::string& context)> check;
+  bool strided = false;         // the library gets non-contiguous views (JobOptions::strided_views)
+  bool needs_timeouts = false;  // skipped on a backend without operation timeouts
+  // A library that refuses one of its calls leaves a peer waiting: on a
+  // process backend it runs under the suite's hang window, not its timeout.
+  bool may_hang = false;
+  // On a process backend the case ends its job even when the library is
+  // right (a library's timeout error leaves its communicator unusable): it
+  // runs on a job of its own (lanes.h).
+  bool ends_job = false;
+};
+
+std::vector<DecidedCase> decided_cases();
+
+// Runs `d` on `run` (a job of d.world ranks) and judges it: `strict` as
+// run_and_check() takes it; `library`: the implementation picks its own
+// algorithms.
+CaseOutcome run_decided(const DecidedCase& d, const RunOnEveryRank& run, bool strict, bool library);
+
+}  // namespace collie::conformance

@@ -1,0 +1,347 @@
+// The decided cases (decided_cases.h) against collie's core on the
+// simulator, where all of them must pass, and against deliberately broken
+// Dists -- one per class of bug the cases exist to catch, each a wrapper
+// around the core that breaks one thing as a library might -- where each
+// class's cases must fail, with a report that names the bug.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "conformance/case_calls.h"
+#include "conformance/decided_cases.h"
+#include "conformance/targeted_checks.h"
+#include "core/communicator.h"
+#include "sim/sim_world.h"
+
+namespace collie::conformance {
+namespace {
+
+// Every op of a Dist forwarded to another; the broken ones override one.
+class ForwardingDist : public Dist {
+ public:
+  explicit ForwardingDist(Dist& inner) : d_(inner) {}
+  int rank() const override { return d_.rank(); }
+  int world_size() const override { return d_.world_size(); }
+  Executor& executor() override { return d_.executor(); }
+  Group world() const override { return d_.world(); }
+  Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override {
+    return d_.new_group(std::move(ranks), timeout_ns, std::move(name));
+  }
+  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, dst, tag, g); }
+  Work isend(TensorView t, int dst, int tag, const Group& g) override { return d_.isend(t, dst, tag, g); }
+  Work recv(TensorView t, int src, int tag, const Group& g) override { return d_.recv(t, src, tag, g); }
+  Work irecv(TensorView t, int src, int tag, const Group& g) override { return d_.irecv(t, src, tag, g); }
+  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
+    return d_.broadcast(t, src, g, o);
+  }
+  Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return d_.reduce(t, dst, op, g, o);
+  }
+  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return d_.all_reduce(t, op, g, o);
+  }
+  Work scatter(TensorView out, int src, std::span<const TensorView> list, const Group& g,
+               CollectiveOptions o) override {
+    return d_.scatter(out, src, list, g, o);
+  }
+  Work gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
+    return d_.gather(in, dst, list, g, o);
+  }
+  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override {
+    return d_.all_gather(list, in, g, o);
+  }
+  Work all_gather_into_tensor(TensorView out, TensorView in, const Group& g, CollectiveOptions o) override {
+    return d_.all_gather_into_tensor(out, in, g, o);
+  }
+  Work reduce_scatter(TensorView out, std::span<const TensorView> list, ReduceOp op, const Group& g,
+                      CollectiveOptions o) override {
+    return d_.reduce_scatter(out, list, op, g, o);
+  }
+  Work reduce_scatter_tensor(TensorView out, TensorView in, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    return d_.reduce_scatter_tensor(out, in, op, g, o);
+  }
+  Work all_to_all(std::span<const TensorView> out, std::span<const TensorView> in, const Group& g,
+                  CollectiveOptions o) override {
+    return d_.all_to_all(out, in, g, o);
+  }
+  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
+                         std::span<const std::size_t> in_splits, const Group& g, CollectiveOptions o) override {
+    return d_.all_to_all_single(out, in, out_splits, in_splits, g, o);
+  }
+  Work barrier(const Group& g, CollectiveOptions o) override { return d_.barrier(g, o); }
+  Work monitored_barrier(const Group& g, Nanos timeout_ns, bool wait_all_ranks) override {
+    return d_.monitored_barrier(g, timeout_ns, wait_all_ranks);
+  }
+  Work batch_isend_irecv(std::span<const P2POp> ops, const Group& g) override { return d_.batch_isend_irecv(ops, g); }
+
+ protected:
+  // Runs `after` once `w` has finished (before its waiter resumes).
+  static void on_finish(const Work& w, std::function<void()> after) {
+    WorkState& s = *w.state();
+    if (s.completed) {
+      after();
+      return;
+    }
+    std::function<void()>& hook = s.more().on_finish;
+    hook = [before = std::move(hook), after = std::move(after)] {
+      if (before) before();
+      after();
+    };
+  }
+
+  Dist& d_;
+};
+
+// Gather and all_gather deliver group rank i's tensor at entry n-1-i in a
+// group created from an unsorted list (a library that orders by the named
+// list, reversed).
+class ReversedGatherInUnsortedGroups final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override {
+    const bool unsorted = !std::is_sorted(ranks.begin(), ranks.end());
+    Group g = d_.new_group(std::move(ranks), timeout_ns, std::move(name));
+    if (unsorted) unsorted_.insert(g.state());
+    return g;
+  }
+  Work gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) override {
+    const std::vector<TensorView> reversed = reverse_if(list, g);
+    return d_.gather(in, dst, reversed, g, o);
+  }
+  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override {
+    const std::vector<TensorView> reversed = reverse_if(list, g);
+    return d_.all_gather(reversed, in, g, o);
+  }
+
+ private:
+  std::vector<TensorView> reverse_if(std::span<const TensorView> list, const Group& g) const {
+    std::vector<TensorView> v(list.begin(), list.end());
+    if (unsorted_.count(g.state())) std::reverse(v.begin(), v.end());
+    return v;
+  }
+  std::set<const GroupState*> unsorted_;
+};
+
+// A call's own timeout is dropped: only the group's applies.
+class IgnoresCallTimeouts final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    o.timeout_ns = 0;
+    return d_.all_reduce(t, op, g, o);
+  }
+};
+
+// barrier returns at once, before the others entered.
+class InstantBarrier final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work barrier(const Group& g, CollectiveOptions) override {
+    return completed_work(&executor(), !g.is_world_default() && !g.is_member(), "barrier");
+  }
+};
+
+// An any-source receive reports the sender's group rank.
+class GroupRankSource final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work recv(TensorView t, int src, int tag, const Group& g) override { return to_group_rank(d_.recv(t, src, tag, g), g); }
+  Work irecv(TensorView t, int src, int tag, const Group& g) override {
+    return to_group_rank(d_.irecv(t, src, tag, g), g);
+  }
+
+ private:
+  static Work to_group_rank(Work w, const Group& g) {
+    if (g.is_world_default()) return w;
+    const std::vector<int> members = g.ranks();
+    WorkState* s = w.state().get();
+    on_finish(w, [s, members] {
+      const auto at = std::lower_bound(members.begin(), members.end(), s->source);
+      if (at != members.end() && *at == s->source) s->source = static_cast<int>(at - members.begin());
+    });
+    return w;
+  }
+};
+
+// Tags keep their low 16 bits only.
+class SixteenBitTags final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work isend(TensorView t, int dst, int tag, const Group& g) override { return d_.isend(t, dst, tag & 0xffff, g); }
+  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, dst, tag & 0xffff, g); }
+  Work recv(TensorView t, int src, int tag, const Group& g) override { return d_.recv(t, src, tag & 0xffff, g); }
+  Work irecv(TensorView t, int src, int tag, const Group& g) override { return d_.irecv(t, src, tag & 0xffff, g); }
+};
+
+// all_to_all_single swaps its input and output split sizes (an invalid call
+// where their totals differ, wrong blocks where they agree).
+class SwappedSplits final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work all_to_all_single(TensorView out, TensorView in, std::span<const std::size_t> out_splits,
+                         std::span<const std::size_t> in_splits, const Group& g, CollectiveOptions o) override {
+    return d_.all_to_all_single(out, in, in_splits, out_splits, g, o);
+  }
+};
+
+// all_reduce's MAX starts from 0, and compares uint8 as signed.
+class SignedAndZeroBasedMax final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    if (!g.is_world_default() && !g.is_member()) return d_.all_reduce(t, op, g, o);
+    const bool flip = t.dtype == DType::kUInt8 && (op == ReduceOp::kMin || op == ReduceOp::kMax);
+    if (flip) flip_top_bits(t);
+    Work w = d_.all_reduce(t, op, g, o);
+    if (flip) on_finish(w, [t] { flip_top_bits(t); });
+    if (op == ReduceOp::kMax && t.dtype == DType::kFloat32)
+      on_finish(w, [t] {
+        auto* p = static_cast<float*>(t.data);
+        for (std::size_t i = 0; i < t.count; ++i) p[i] = std::max(p[i], 0.0f);
+      });
+    return w;
+  }
+
+ private:
+  static void flip_top_bits(TensorView t) {
+    auto* p = static_cast<std::uint8_t*>(t.data);
+    for (std::size_t i = 0; i < t.count; ++i) p[i] ^= 0x80;
+  }
+};
+
+// broadcast moves the first 64 Ki elements only.
+class First64KiOnly final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
+    return d_.broadcast(t.slice(0, std::min<std::size_t>(t.count, 65536)), src, g, o);
+  }
+};
+
+template <typename Broken>
+RunOnEveryRank on_sim(sim::SimWorld& w) {
+  return [&w](const DistProgram& program) {
+    return w.run([&program](Communicator& c) -> Task<void> {
+      Broken d(c);
+      co_await program(d);
+    });
+  };
+}
+
+template <>
+RunOnEveryRank on_sim<void>(sim::SimWorld& w) {
+  return [&w](const DistProgram& program) { return w.run([&program](Communicator& c) { return program(c); }); };
+}
+
+// The outcome of every decided case of `feature` (every case when empty)
+// on the core wrapped in `Broken` (void: unwrapped), by name.
+template <typename Broken>
+std::map<std::string, CaseOutcome> run_feature(const std::string& feature) {
+  std::map<std::string, CaseOutcome> out;
+  for (const DecidedCase& d : decided_cases()) {
+    if (!feature.empty() && d.feature != feature) continue;
+    sim::SimWorld w(d.world);
+    out[d.feature + "/" + d.name] = run_decided(d, on_sim<Broken>(w), true, false);
+  }
+  return out;
+}
+
+// The first failure among `outcomes`, with its case's name.
+std::string first_failure(const std::map<std::string, CaseOutcome>& outcomes) {
+  for (const auto& [name, o] : outcomes)
+    if (!o.failure.empty()) return name + ": " + o.failure;
+  return {};
+}
+
+TEST(DecidedCases, EveryOnePassesOnCollieCore) {
+  const auto outcomes = run_feature<void>("");
+  EXPECT_GT(outcomes.size(), 80u);
+  for (const auto& [name, o] : outcomes) {
+    EXPECT_EQ(o.failure, "") << name;
+    EXPECT_EQ(o.skipped, "") << name;
+  }
+}
+
+TEST(DecidedCases, NamesAreUniqueAndUnevenSplitsDifferWithEmptyBlocks) {
+  std::set<std::string> names;
+  int uneven = 0;
+  for (const DecidedCase& d : decided_cases()) {
+    EXPECT_TRUE(names.insert(d.feature + "/" + d.name).second) << d.feature << "/" << d.name;
+    for (const CollectiveCase& c : d.cases) {
+      if (!c.uneven) continue;
+      ++uneven;
+      const auto n = static_cast<int>(case_members(c, d.world).size());
+      bool differ = false, empty = false;
+      for (int g = 0; g < n; ++g)
+        for (int i = 0; i < n; ++i) {
+          differ = differ || block_count(c, g, i) != block_count(c, i, g);
+          empty = empty || block_count(c, g, i) == 0;
+          if (c.row > 0) {
+            EXPECT_EQ(block_count(c, g, i) % static_cast<std::size_t>(c.row), 0u);
+          }
+        }
+      EXPECT_TRUE(differ && empty) << c.describe();
+    }
+  }
+  EXPECT_EQ(uneven, 4);
+}
+
+TEST(BrokenDists, ReversedGatherOrderInUnsortedGroupsFailsAndSaysWhoseInputItHolds) {
+  const std::string f = first_failure(run_feature<ReversedGatherInUnsortedGroups>("unsorted_groups"));
+  EXPECT_NE(f.find("gather"), std::string::npos) << f;
+  EXPECT_NE(f.find("(it holds rank"), std::string::npos) << f;
+  EXPECT_NE(f.find("(named {5,1,4,2})"), std::string::npos) << f;
+  EXPECT_NE(first_failure(run_feature<ReversedGatherInUnsortedGroups>("async_forms")), "");
+}
+
+TEST(BrokenDists, IgnoredCallTimeoutFailsAtTheGroupsTimeout) {
+  const std::string f = first_failure(run_feature<IgnoresCallTimeouts>("call_timeout"));
+  EXPECT_NE(f.find("at the group's timeout: its own was not honoured"), std::string::npos) << f;
+}
+
+TEST(BrokenDists, BarrierThatReturnsAtOnceFails) {
+  const std::string f = first_failure(run_feature<InstantBarrier>("barrier_entry"));
+  EXPECT_NE(f.find(" left the barrier when "), std::string::npos) << f;
+  EXPECT_NE(f.find(" of its 4 members had entered (rank "), std::string::npos) << f;
+  // Random barrier cases (no member late) catch it too.
+  sim::SimWorld w(3);
+  CollectiveCase c;
+  c.op = CollectiveKind::kBarrier;
+  EXPECT_NE(run_and_check(on_sim<InstantBarrier>(w), 3, {c}, true).failure, "");
+}
+
+TEST(BrokenDists, AnySourceReportingGroupRanksFails) {
+  const std::string f = first_failure(run_feature<GroupRankSource>("any_source"));
+  EXPECT_NE(f.find("the source is the sender's group rank; torch reports the global rank"), std::string::npos) << f;
+}
+
+TEST(BrokenDists, SixteenBitTagsFail) {
+  const std::string f = first_failure(run_feature<SixteenBitTags>("tags"));
+  EXPECT_NE(f.find("tags that differ only in high bits were matched as one"), std::string::npos) << f;
+}
+
+TEST(BrokenDists, SwappedSplitSizesFailAndTheReportListsThem) {
+  const auto outcomes = run_feature<SwappedSplits>("uneven_all_to_all");
+  const std::string f = first_failure(outcomes);
+  EXPECT_NE(f.find("split sizes in/out by group rank: 0: ["), std::string::npos) << f;
+}
+
+TEST(BrokenDists, ZeroBasedMaxAndSignedUint8FailWithTheContributingInputs) {
+  const auto outcomes = run_feature<SignedAndZeroBasedMax>("reduce_edges");
+  const std::string negative = outcomes.at("reduce_edges/all_reduce_min_max_negative").failure;
+  EXPECT_NE(negative.find("(inputs at element"), std::string::npos) << negative;
+  const std::string u8 = outcomes.at("reduce_edges/all_reduce_uint8_edges").failure;
+  EXPECT_NE(u8.find("uint8"), std::string::npos) << u8;
+  EXPECT_NE(u8.find("(inputs at element"), std::string::npos) << u8;
+}
+
+TEST(BrokenDists, BroadcastOfTheFirst64KiOnlyFailsSizes) {
+  const auto outcomes = run_feature<First64KiOnly>("sizes");
+  const std::string f = outcomes.at("sizes/broadcast_65539").failure;
+  EXPECT_NE(f.find("element 65536"), std::string::npos) << f;
+}
+
+}  // namespace
+}  // namespace collie::conformance

@@ -1,0 +1,46 @@
+// Targeted checks: properties of an implementation that random traffic
+// reaches rarely or never, each a program of its own run on every rank of a
+// job through the op-level seam (so on any implementation), judged here.
+// The conformance suite runs them as decided cases (decided_cases.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "conformance/collective_check.h"
+
+namespace collie::conformance {
+
+// Any-source receives in a group created from `named` (any order): every
+// member but `receiver` sends it `per_sender` messages of `count` int64
+// elements on one tag; the receiver receives them all from any source --
+// one blocking recv() at a time, or every irecv() posted at once then
+// waited for (`async`). Each receive must report its sender's global rank
+// (torch's recv returns it; a group rank is named as such), every message
+// must arrive exactly once and intact, and one sender's messages in the
+// order it sent them.
+CaseOutcome run_any_source(const RunOnEveryRank& run, int world, const std::vector<int>& named, int receiver,
+                           int per_sender, std::size_t count, bool async, const std::string& context = "");
+
+// The tags that run_tag_range() uses: small ones, ones that differ only in
+// high bits (1, 1 + 2^16, 1 + 2^24, 1 + 2^30), and the largest (2^31 - 1,
+// and 2^30 - 1, which differs from it in bit 30 alone).
+std::vector<int> tag_range();
+
+// Tags across their whole range on a pair of a group created from `named`:
+// `sender` isends one message per tag_range() tag (the first of 65537
+// elements, the rest of a few), all at once; `receiver` receives them in
+// the reverse order of tags -- blocking recv() one at a time, or every
+// irecv() at once (`async`) -- and each must hold the message of its tag.
+CaseOutcome run_tag_range(const RunOnEveryRank& run, int world, const std::vector<int>& named, int sender,
+                          int receiver, bool async, const std::string& context = "");
+
+// A call's own timeout: on a group created from `named` with the group
+// timeout `group_timeout_ns`, `caller` issues an all_reduce with its own
+// timeout `call_timeout_ns` (Work.wait(timeout) in torch) that no other
+// member joins. It must fail with an error at its own deadline: not before
+// it, and well before the group's (at most halfway from one to the other).
+CaseOutcome run_call_timeout(const RunOnEveryRank& run, int world, const std::vector<int>& named, int caller,
+                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context = "");
+
+}  // namespace collie::conformance
