@@ -118,14 +118,27 @@ struct Interpreter::State {
   int rank = 0;
   int world = 0;
   std::map<std::string, Tensor> tensors;
-  std::map<std::string, std::vector<Tensor>> lists;
-  std::map<std::string, Group> groups;
-  std::map<std::string, Handle> handles;
-  check::CallRecorder recorder;
+  // Tensor lists, groups and handles by name: made on first use. A large
+  // timing-only world's ranks mostly have none, and a State per rank lives
+  // for the whole run (three empty maps were 144 B of every rank's).
+  struct Named {
+    std::map<std::string, std::vector<Tensor>> lists;
+    std::map<std::string, Group> groups;
+    std::map<std::string, Handle> handles;
+  };
+  std::unique_ptr<Named> named_;
+  Named& named() {
+    if (!named_) named_ = std::make_unique<Named>();
+    return *named_;
+  }
+  bool has_handles() const { return named_ && !named_->handles.empty(); }
+  // Only when recording(): otherwise never used.
+  std::unique_ptr<check::CallRecorder> recorder;
 
   State(const Scenario& sc, Dist& dist, RunLog& l, bool t)
-      : s(sc), d(dist), log(l), timing_only(t), rank(dist.rank()), world(sc.world),
-        recorder(l.records, dist.rank(), sc.world) {}
+      : s(sc), d(dist), log(l), timing_only(t), rank(dist.rank()), world(sc.world) {
+    if (recording()) recorder = std::make_unique<check::CallRecorder>(l.records, dist.rank(), sc.world);
+  }
 
   bool recording() const { return log.records.enabled && !timing_only; }
 
@@ -141,12 +154,12 @@ struct Interpreter::State {
   }
 
   Group group(const Step& step) {
-    return step.group.empty() || step.group == "world" ? Group() : groups[step.group];
+    return step.group.empty() || step.group == "world" ? Group() : named().groups[step.group];
   }
   static std::string gname(const Step& step) { return step.group.empty() ? "world" : step.group; }
   std::size_t group_size(const Step& step) {
     return step.group.empty() || step.group == "world" ? static_cast<std::size_t>(world)
-                                                       : groups[step.group].ranks().size();
+                                                       : named().groups[step.group].ranks().size();
   }
   int peer(const Step& step) const { return static_cast<int>(whole(*step.peer)); }
 
@@ -167,7 +180,7 @@ struct Interpreter::State {
     for (const TensorSpec& t : s.tensors) {
       if (t.list) {
         const int n = static_cast<int>(whole(*t.list));
-        auto& l = lists[t.name];
+        auto& l = named().lists[t.name];
         for (int j = 0; j < n; ++j) {
           if (timing_only) {
             l.push_back(Tensor::phantom(t.dtype, t.shape_on(rank)));
@@ -184,7 +197,7 @@ struct Interpreter::State {
         tensors.emplace(t.name, std::move(x));
       }
     }
-    for (const GroupSpec& g : s.groups) groups[g.name] = d.new_group(g.ranks, 0, "group '" + g.name + "'");
+    for (const GroupSpec& g : s.groups) named().groups[g.name] = d.new_group(g.ranks, 0, "group '" + g.name + "'");
     const std::vector<Step>* prog = &s.program;
     if (!s.programs.empty()) {
       auto it = s.programs.find(rank);
@@ -221,11 +234,12 @@ struct Interpreter::State {
   // Waits run in coroutines of their own, whose loops' state lives only
   // while they wait (in run()'s frame it would live per rank for the run).
   Task<void> wait_for(const Step& step) {
-    for (const auto& h : step.handles) co_await finish(handles[h]);
+    for (const auto& h : step.handles) co_await finish(named().handles[h]);
   }
   // Ops started asynchronously and never waited for finish here.
   Task<void> finish_all() {
-    for (auto& [name, h] : handles) co_await finish(h);
+    if (!has_handles()) co_return;
+    for (auto& [name, h] : named().handles) co_await finish(h);
   }
 
   Task<void> finish(Handle& h) {
@@ -238,9 +252,10 @@ struct Interpreter::State {
   // An op may not write a tensor that an unfinished async op uses, nor use
   // one that an unfinished op writes (torch leaves the result undefined).
   void check_conflicts(const Step& step, bool is_root) {
+    if (!has_handles()) return;
     std::vector<std::string> reads, writes;
     uses(step, is_root, reads, writes);
-    for (const auto& [name, h] : handles) {
+    for (const auto& [name, h] : named().handles) {
       if (h.done) continue;
       auto clash = [&](const std::vector<std::string>& mine, const std::vector<std::string>& theirs, const char* how) {
         for (const auto& t : mine)
@@ -263,7 +278,7 @@ struct Interpreter::State {
   void keep(const Step& step, Started op) {
     Handle h{std::move(op.work), std::move(op.done), false, {}, {}};
     uses(step, rooted_here(step), h.reads, h.writes);
-    handles[step.handle] = std::move(h);
+    named().handles[step.handle] = std::move(h);
   }
 
   static std::vector<TensorView> views(std::vector<Tensor>& l) {
@@ -292,7 +307,7 @@ struct Interpreter::State {
       const Operand& o = spec.operand(slot);
       if (!o.present()) continue;
       if (!o.is_list()) c.set_views(slot, {tensors[step.slot(slot)].view()});
-      else if (o.passed_by(is_root)) c.set_views(slot, views(lists[step.slot(slot)]));
+      else if (o.passed_by(is_root)) c.set_views(slot, views(named().lists[step.slot(slot)]));
     }
     if (spec.splits) {
       // Sizes in rows of dim 0 in the file; in elements at the seam. Without
@@ -324,7 +339,7 @@ struct Interpreter::State {
         // Inputs are recorded before the call: an implementation that can
         // only block completes it inside dispatch().
         std::function<void(const Work&)> recorded;
-        if (recording()) recorded = recorder.before(c, gname(step), step.where.str());
+        if (recording()) recorded = recorder->before(c, gname(step), step.where.str());
         Work work = dispatch(d, c);
         std::function<void()> done;
         if (recorded) done = [recorded = std::move(recorded), work] { recorded(work); };
@@ -333,7 +348,7 @@ struct Interpreter::State {
       case StepKind::kWait:
         break;  // run() waits
       case StepKind::kNewGroup:
-        groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
+        named().groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
         return {};
       case StepKind::kPrint:
         log.output.push_back(OutputLine{rank, d.executor().now(), format_text(step)});
@@ -362,7 +377,7 @@ struct Interpreter::State {
       f(tensors[name], 0);
       return;
     }
-    auto& l = lists[name];
+    auto& l = named().lists[name];
     for (std::size_t j = 0; j < l.size(); ++j) f(l[j], static_cast<int>(j));
   }
 
@@ -374,7 +389,7 @@ struct Interpreter::State {
       if (!p.is_field) {
         out += p.text;
       } else if (p.source) {
-        out += std::to_string(handles[p.text].work.source_rank());
+        out += std::to_string(named().handles[p.text].work.source_rank());
       } else if (p.text == "rank") {
         out += std::to_string(rank);
       } else if (p.text == "world") {
@@ -386,8 +401,8 @@ struct Interpreter::State {
         if (!p.index) out += format_tensor(x);
         else if (x.shape().size() >= 2) out += format_tensor(x.row(*p.index));
         else if (*p.index < x.count()) out += p.repr ? format_element(x, *p.index) : format_item(x, *p.index);
-      } else if (lists.count(p.text)) {
-        const auto& l = lists[p.text];
+      } else if (named().lists.count(p.text)) {
+        const auto& l = named().lists[p.text];
         if (!p.index) out += list_repr(l);
         else if (*p.index < l.size()) out += format_tensor(l[*p.index]);
       }
@@ -403,7 +418,7 @@ struct Interpreter::State {
                                          " (torch leaves this unspecified: " + st.unspecified + ")");
     };
     if (step.source) {
-      Handle& h = handles[step.handle];
+      Handle& h = named().handles[step.handle];
       const int want = static_cast<int>(whole(*step.source));
       if (!h.work.is_completed())
         fail(step, what + "handle '" + step.handle + "' has not completed (wait for it first)");
@@ -426,7 +441,7 @@ struct Interpreter::State {
       }
       for (std::size_t i = 0; i < t.count(); ++i) {
         if (!same_element(t, want, i, step.tolerance)) {
-          fail(step, what + step.tensor + (lists.count(step.tensor) ? "[" + std::to_string(j) + "]" : "") +
+          fail(step, what + step.tensor + (named().lists.count(step.tensor) ? "[" + std::to_string(j) + "]" : "") +
                          ": element " + std::to_string(i) + " is " + format_item(t, i) + ", expected " +
                          format_item(want, i));
           return;
