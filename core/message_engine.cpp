@@ -128,7 +128,7 @@ std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared
       return w;
     }
   }
-  PostedRecv r{spec, w, std::move(info), {}};
+  PostedRecv r{spec, w, std::move(info)};
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(spec, it->header)) {
       StoredFrame f = std::move(*it);
@@ -175,7 +175,7 @@ void MessageEngine::contract_violation(const FrameHeader* h, const std::string& 
   const Error e(ErrorKind::kTransport, ctx,
                 std::string("the transport broke its contract (") + contract + "): " + what +
                     (h ? ": " + describe_frame(*h) : std::string()));
-  violation_ = e.what();
+  rare().violation = e.what();
   broken_ = std::make_exception_ptr(e);
   fail_everything(broken_);
   // Sends already handed to the transport can no longer be trusted either.
@@ -210,8 +210,8 @@ OpContext MessageEngine::frame_context(const FrameHeader& h) const {
 
 bool MessageEngine::called_inside_a_call(const char* callback) {
   if (const char* call = TransportCall::current()) [[unlikely]] {
-    if (deferred_.empty())
-      deferred_ = std::string(callback) + " inside " + call +
+    if (rare().deferred.empty())
+      rare().deferred = std::string(callback) + " inside " + call +
                   " (core/transport.h: post_send returns at once, and every callback into the core comes later, "
                   "from inside run_until, never inside a call the core made)";
     return true;
@@ -221,9 +221,10 @@ bool MessageEngine::called_inside_a_call(const char* callback) {
 }
 
 void MessageEngine::settle() {
-  if (deferred_.empty() && !resumptions_inside_calls_noted()) return;
-  if (!deferred_.empty()) {
-    const std::string what = std::exchange(deferred_, {});
+  const bool deferred = rare_ && !rare_->deferred.empty();
+  if (!deferred && !resumptions_inside_calls_noted()) return;
+  if (deferred) {
+    const std::string what = std::exchange(rare_->deferred, {});
     contract_violation(nullptr, what);
   }
   for (const std::string& r : take_resumptions_inside_calls(&t_)) contract_violation(nullptr, r, "core/executor.h");
@@ -277,7 +278,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     case FrameKind::kCts: {
       auto it = sends_.find(h.rendezvous_id);
       if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
-        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        if (rare_ && rare_->retired_sends.erase(h.rendezvous_id)) return;  // the send ended first
         return contract_violation(&h, unanswered(h));
       }
       if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a CTS whose " + *bad);
@@ -292,7 +293,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     case FrameKind::kNack: {
       auto it = sends_.find(h.rendezvous_id);
       if (it == sends_.end() || !it->second.awaiting_cts || it->second.header.dst != h.src) {
-        if (retired_sends_.erase(h.rendezvous_id)) return;  // the send ended first
+        if (rare_ && rare_->retired_sends.erase(h.rendezvous_id)) return;  // the send ended first
         return contract_violation(&h, unanswered(h));
       }
       if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a NACK whose " + *bad);
@@ -307,7 +308,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
     case FrameKind::kData: {
       auto it = inbound_.find({h.src, h.rendezvous_id});
       if (it == inbound_.end()) {
-        if (retired_inbound_.erase({h.src, h.rendezvous_id})) return;  // the receive ended first
+        if (rare_ && rare_->retired_inbound.erase({h.src, h.rendezvous_id})) return;  // the receive ended first
         return contract_violation(&h, unanswered(h));
       }
       if (auto bad = data_mismatch(h, it->second)) return contract_violation(&h, *bad);
@@ -416,7 +417,7 @@ std::optional<std::string> MessageEngine::off_context(const FrameHeader& h, cons
   return std::nullopt;
 }
 
-std::optional<std::string> MessageEngine::data_mismatch(const FrameHeader& h, const PostedRecv& r) const {
+std::optional<std::string> MessageEngine::data_mismatch(const FrameHeader& h, const InboundRecv& r) const {
   if (auto bad = echo_mismatch(h, r.rts)) return "a data frame whose " + *bad;
   // The RTS's count and dtype matched the receive's buffer.
   if (h.bytes != r.spec.buf.bytes())
@@ -616,8 +617,7 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   r.work->source = h.src;
   if (h.kind == FrameKind::kRts) {
     const std::pair<int, std::uint64_t> key{h.src, h.rendezvous_id};
-    r.rts = h;
-    inbound_.emplace(key, std::move(r));
+    inbound_.emplace(key, InboundRecv{std::move(r), h});
     send_control(FrameKind::kCts, h);
     return;
   }

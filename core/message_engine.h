@@ -180,7 +180,10 @@ class MessageEngine final : public FrameSink {
   // The transport's contract violation, as the rank's ops fail with it
   // ("transport: rank 1, recv #3 on world (peer 0): the transport broke
   // its contract ..."); empty while none happened.
-  const std::string& contract_broken() const { return violation_; }
+  const std::string& contract_broken() const {
+    static const std::string none;
+    return rare_ ? rare_->violation : none;
+  }
   // Puts back every completed send's buffer this rank's engine overwrote
   // (core/send_scribble.h): as a run ends, before anything reads them.
   void restore_scribbled() {
@@ -210,7 +213,11 @@ class MessageEngine final : public FrameSink {
     RecvSpec spec;
     std::shared_ptr<WorkState> work;
     std::shared_ptr<const OpInfo> info;
-    FrameHeader rts;  // in inbound_: the RTS it cleared, which the data must echo
+  };
+  // A receive whose RTS was cleared (in inbound_): the data must echo that
+  // RTS. Posted receives carry no header (112 B less in each list node).
+  struct InboundRecv : PostedRecv {
+    FrameHeader rts;
   };
   struct StoredFrame {
     FrameHeader header;
@@ -264,11 +271,11 @@ class MessageEngine final : public FrameSink {
   // naming the one field that keeps it from the one it otherwise answers.
   std::string unanswered(const FrameHeader& h) const;
   // The data frame `h` against the receive `r` that cleared it, or empty.
-  std::optional<std::string> data_mismatch(const FrameHeader& h, const PostedRecv& r) const;
+  std::optional<std::string> data_mismatch(const FrameHeader& h, const InboundRecv& r) const;
   // A rendezvous that ended without its answer (aborted, failed, its peer
   // lost): the answer may still come, and is then dropped, not refused.
-  void retire_send(std::uint64_t id) { retired_sends_.insert(id); }
-  void retire_inbound(const std::pair<int, std::uint64_t>& key) { retired_inbound_.insert(key); }
+  void retire_send(std::uint64_t id) { rare().retired_sends.insert(id); }
+  void retire_inbound(const std::pair<int, std::uint64_t>& key) { rare().retired_inbound.insert(key); }
   void fail_everything(std::exception_ptr err);
   // The transport broke core/transport.h's contract (`what`, about frame
   // `h` when there is one): every operation of this rank fails with a typed
@@ -306,15 +313,13 @@ class MessageEngine final : public FrameSink {
   const std::size_t eager_threshold_;
   ChannelTable<> channels_;
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
-  std::string violation_;      // its text
-  std::string deferred_;       // a callback made inside a core call, not yet reported
   std::uint64_t frames_received_ = 0;
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;
   AscendingMap<PendingSend> sends_;  // by send id (== rendezvous id), oldest first
-  std::map<std::pair<int, std::uint64_t>, PostedRecv, std::less<>,
-           PoolAllocator<std::pair<const std::pair<int, std::uint64_t>, PostedRecv>>>
+  std::map<std::pair<int, std::uint64_t>, InboundRecv, std::less<>,
+           PoolAllocator<std::pair<const std::pair<int, std::uint64_t>, InboundRecv>>>
       inbound_;  // (src, rendezvous id) -> receive
   std::map<std::pair<std::uint32_t, std::uint64_t>, ActiveCollective, std::less<>,
            PoolAllocator<std::pair<const std::pair<std::uint32_t, std::uint64_t>, ActiveCollective>>>
@@ -341,8 +346,20 @@ class MessageEngine final : public FrameSink {
     if (!odd_) odd_ = std::make_unique<Irregular>();
     return *odd_;
   }
-  std::set<std::uint64_t> retired_sends_;                   // rendezvous ids
-  std::set<std::pair<int, std::uint64_t>> retired_inbound_;  // (src, rendezvous id)
+  // State that only a broken contract or an ended rendezvous needs: made
+  // on first use, so that every rank's engine holds one pointer for it
+  // (a large simulated world holds an engine per rank).
+  struct Rare {
+    std::string violation;  // a broken contract's text
+    std::string deferred;   // a callback made inside a core call, not yet reported
+    std::set<std::uint64_t> retired_sends;                   // rendezvous ids
+    std::set<std::pair<int, std::uint64_t>> retired_inbound;  // (src, rendezvous id)
+  };
+  std::unique_ptr<Rare> rare_;
+  Rare& rare() {
+    if (!rare_) rare_ = std::make_unique<Rare>();
+    return *rare_;
+  }
   SpawnRegistry spawned_;
   std::unique_ptr<SendScribble> scribble_;  // checking runs only
 };
