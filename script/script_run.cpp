@@ -13,6 +13,7 @@
 #include "backends/job.h"
 #include "backends/remote/child_processes.h"
 #include "core/error.h"
+#include "scenario/run_report.h"
 #include "scenario/scenario.h"
 #include "scenario/verdict.h"
 #include "script/hub.h"
@@ -457,21 +458,7 @@ ScriptResult run_script(const ScriptOptions& o) {
   how.records_checked = true;
   how.injected = job->injected_faults();
   how.process_faults = faults.processes;
-  res.virtual_time = std::max(rr.end_time, rr.stopped_at);
-  res.deadlock_dot = rr.deadlock_dot;
-  res.causes = rr.causes;
-  res.faults_injected = how.injected.size();
-  if (!o.trace_path.empty()) {
-    std::ofstream f(o.trace_path, std::ios::binary);
-    if (!job->write_trace(f, res.virtual_time)) res.failures.push_back("backend '" + o.backend + "' records no trace");
-  }
-  if (!o.dot_path.empty() && !rr.deadlock_dot.empty()) {
-    std::ofstream f(o.dot_path, std::ios::binary);
-    f << rr.deadlock_dot;
-  }
-  res.trace_hash = job->trace_hash();
-  res.events = job->events();
-  res.frames = rr.frames;
+  scenario::take_run_files(*job, rr, how.injected.size(), o.trace_path, o.dot_path, res);
 
   scenario::Verdict v = scenario::judge(s, rr, log, how);
   res.outcome = v.outcome;
