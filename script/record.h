@@ -11,7 +11,12 @@
 // elements, or kMaxLiteralListValues in a list: `values`, or an exact
 // expression of the entry and element); larger ones get a fixed pattern of
 // small integers (exact in every dtype), said in a comment. The run's seed,
-// faults and timeout are kept, so the simulator makes the same choices.
+// faults and timeout are kept, so the simulator makes the same choices; a
+// backend other than the simulator is named (`backend:`), so that the
+// replay runs where the program ran (a plugin's with the same
+// --backend-plugin); a process backend's crash faults are kept as the
+// scenario's crashes at an op, its stalls (which a scenario cannot say)
+// named in a comment.
 // The scenario expects the run to end ok, as the program did: a recorded
 // failure fails again until the program's ops change.
 #pragma once
@@ -35,7 +40,9 @@ struct RecordInput {
   int world = 1;
   std::uint64_t seed = 1;
   std::string backend = "sim";
-  std::vector<std::string> faults;           // parse_fault() texts
+  std::vector<std::string> faults;           // parse_fault() texts, or crash:rank=R,op=K of a process backend
+  std::vector<std::string> unrecorded;       // faults the scenario cannot carry (a process's stall)
+  std::vector<std::string> replay_flags;     // backend flags the replay needs (--backend-plugin P)
   Nanos timeout_ns = 0;
   std::vector<const std::vector<KeptCall>*> ranks;  // by rank
 };
