@@ -477,12 +477,19 @@ ScriptResult run_script(const ScriptOptions& o) {
       if (f.rfind(kExpectedOk, 0) == 0) f = f.substr(kExpectedOk.size());
       res.failures.push_back(std::move(f));
     }
-    for (const auto& f : hub.other_failures()) res.failures.push_back(f);
+    // What only a program can do wrong -- a process that is not a rank
+    // raised, a send no rank received -- is an error of a run whose ranks
+    // ended ok. (A wrong value stays "ok" and fails, as in a scenario.)
+    std::vector<std::string> errors = hub.other_failures();
     if (res.outcome == "ok") {
       SourceLines src;
-      for (auto& f : unreceived(ranks, log.records, src)) res.failures.push_back(std::move(f));
-      if (!res.failures.empty()) res.outcome = "error";
+      for (auto& f : unreceived(ranks, log.records, src)) errors.push_back(std::move(f));
+      if (!errors.empty()) {
+        res.outcome = "error";
+        res.detail = errors.front();
+      }
     }
+    for (auto& f : errors) res.failures.push_back(std::move(f));
     res.notes = std::move(v.notes);
     res.fault_report = std::move(v.fault_report);
   }
