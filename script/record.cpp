@@ -202,8 +202,6 @@ std::string record_scenario(const RecordInput& in) {
   os << "# That run: " << in.verdict << " (backend " << in.backend << ", seed " << in.seed
      << "). `collie run` of this file" << (flags.empty() ? "" : " (with" + flags + ")")
      << " replays the ops it issued and ends the same way.\n";
-  for (const auto& f : in.unrecorded)
-    os << "# Not recorded: --fault " << f << " (a scenario cannot stop a rank's process).\n";
   os << "version: 1\n";
   os << "name: " << quoted("recorded: " + in.command) << "\n";
   os << "description: " << quoted("the ops of `" + in.command + "`, recorded by collie run --record") << "\n";

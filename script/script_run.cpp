@@ -513,13 +513,10 @@ ScriptResult run_script(const ScriptOptions& o) {
     in.seed = o.seed;
     in.backend = o.backend;
     if (backend.simulated_faults) in.faults = faults.texts;
-    for (const ProcessFault& f : faults.processes) {
-      if (f.kind == ProcessFault::Kind::kCrash)
-        in.faults.push_back("crash:rank=" + std::to_string(f.rank) + ",op=" + std::to_string(f.before_op));
-      else
-        in.unrecorded.push_back(f.text);
-    }
     in.replay_flags = o.replay_flags;
+    // Judged as faults given on the command line (by what the survivors
+    // did), so given to the replay the same way.
+    for (const ProcessFault& f : faults.processes) in.replay_flags.insert(in.replay_flags.end(), {"--fault", f.text});
     in.timeout_ns = o.timeout_ns.value_or(0);
     for (const auto& r : ranks) in.ranks.push_back(&r->kept());
     std::ofstream f(o.record_path, std::ios::binary);
