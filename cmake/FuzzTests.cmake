@@ -6,20 +6,26 @@
 # before it was checked).
 find_package(nlohmann_json REQUIRED)
 find_package(yaml-cpp REQUIRED)
-file(GLOB fuzz_sources
-  ${PROJECT_SOURCE_DIR}/core/*.cpp ${PROJECT_SOURCE_DIR}/core/algorithms/*.cpp
-  ${PROJECT_SOURCE_DIR}/sim/*.cpp ${PROJECT_SOURCE_DIR}/backends/*.cpp ${PROJECT_SOURCE_DIR}/backends/sim/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/tcp/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/remote/*.cpp ${PROJECT_SOURCE_DIR}/backends/torch/*.cpp
-  ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_backend.cpp ${PROJECT_SOURCE_DIR}/backends/mpi/mpi_version.cpp
-  ${PROJECT_SOURCE_DIR}/backends/nccl/nccl_backend.cpp
-  # The CUDA backends on HostRuntime only (CudaRuntime needs the toolkit).
-  ${PROJECT_SOURCE_DIR}/backends/cuda/host_runtime.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_transport.cpp
-  ${PROJECT_SOURCE_DIR}/backends/cuda/staging.cpp ${PROJECT_SOURCE_DIR}/backends/cuda/host_tensor_dist.cpp
-  ${PROJECT_SOURCE_DIR}/backends/cuda/cuda_backend.cpp
-  ${PROJECT_SOURCE_DIR}/check/*.cpp
-  ${PROJECT_SOURCE_DIR}/scenario/*.cpp)
-list(FILTER fuzz_sources EXCLUDE REGEX "_test\\.cpp$|scenario/search\\.cpp$")
+# The sources are the libraries' own lists (each target's SOURCES), so a file
+# added to a library is fuzzed with it. Device code (.cu, object libraries)
+# stays out: CudaRuntime needs the toolkit; the CUDA backends run here on
+# HostRuntime only.
+set(fuzz_libraries collie_core collie_sim collie_check collie_tcp collie_remote collie_mpi_version
+    collie_backends collie_cuda_host collie_cuda collie_scenario)
+set(fuzz_sources)
+foreach(lib IN LISTS fuzz_libraries)
+  get_target_property(lib_dir ${lib} SOURCE_DIR)
+  get_target_property(lib_sources ${lib} SOURCES)
+  foreach(src IN LISTS lib_sources)
+    if(src MATCHES "^\\$<" OR src MATCHES "\\.cu$")
+      continue()
+    endif()
+    if(NOT IS_ABSOLUTE "${src}")
+      set(src "${lib_dir}/${src}")
+    endif()
+    list(APPEND fuzz_sources "${src}")
+  endforeach()
+endforeach()
 set(fuzz_tests
   ${PROJECT_SOURCE_DIR}/scenario/loader_fuzz_test.cpp
   ${PROJECT_SOURCE_DIR}/scenario/expr_fuzz_test.cpp

@@ -36,21 +36,23 @@ ReduceOp reduce_op_for(std::size_t i) {
   return kOps[i % std::size(kOps)];
 }
 
-DecidedCase collective(std::string feature, std::string name, int world, std::vector<CollectiveCase> cases) {
+DecidedCase decided(std::string feature, std::string name, int world) {
   DecidedCase d;
   d.feature = std::move(feature);
   d.name = std::move(name);
   d.world = world;
+  return d;
+}
+
+DecidedCase collective(std::string feature, std::string name, int world, std::vector<CollectiveCase> cases) {
+  DecidedCase d = decided(std::move(feature), std::move(name), world);
   d.cases = std::move(cases);
   return d;
 }
 
 DecidedCase targeted(std::string feature, std::string name, int world,
                      std::function<CaseOutcome(const RunOnEveryRank&, const std::string&)> check) {
-  DecidedCase d;
-  d.feature = std::move(feature);
-  d.name = std::move(name);
-  d.world = world;
+  DecidedCase d = decided(std::move(feature), std::move(name), world);
   d.check = std::move(check);
   return d;
 }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "core/memory_guard.h"
 #include "core/text.h"
+#include "scenario/run_report.h"
 #include "scenario/verdict.h"
 #include "sim/simulation_options.h"
 
@@ -339,22 +339,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   // loudly, or hung); collie's core is held to the scenario's outcome.
   how.process_faults = options.process_faults;
   if (scenario_crashes && !backend.collie_core) how.process_faults = process_faults;
-  res.virtual_time = std::max(rr.end_time, rr.stopped_at);
-  res.deadlock_dot = rr.deadlock_dot;
-  res.causes = rr.causes;
-  res.faults_injected = how.injected.size();
-  if (!options.trace_path.empty()) {
-    std::ofstream f(options.trace_path, std::ios::binary);
-    if (!job->write_trace(f, std::max(rr.end_time, rr.stopped_at)))
-      res.failures.push_back("backend '" + backend_name + "' records no trace; --trace needs the simulator");
-  }
-  if (!options.dot_path.empty() && !rr.deadlock_dot.empty()) {
-    std::ofstream f(options.dot_path, std::ios::binary);
-    f << rr.deadlock_dot;
-  }
-  res.trace_hash = job->trace_hash();
-  res.events = job->events();
-  res.frames = rr.frames;
+  take_run_files(*job, rr, how.injected.size(), options.trace_path, options.dot_path, res);
   if (options.jobs) options.jobs->release();
   owned.reset();
 

@@ -204,6 +204,9 @@ void Hub::on_readable(std::size_t i) {
         return;
       }
       if (c.closed) return;
+      // A short read took all the socket held: the next poll says when there
+      // is more (one read per message, not a second one that finds nothing).
+      if (static_cast<std::size_t>(n) < sizeof buf) return;
       continue;
     }
     if (n == 0) {

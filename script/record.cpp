@@ -197,12 +197,16 @@ std::string fault_mapping(const std::string& text) {
 std::string record_scenario(const RecordInput& in) {
   std::ostringstream os;
   os << "# Recorded by `collie run --record` from: " << in.command << "\n";
+  std::string flags;
+  for (const auto& f : in.replay_flags) flags += " " + f;
   os << "# That run: " << in.verdict << " (backend " << in.backend << ", seed " << in.seed
-     << "). `collie run` of this file replays the ops it issued and ends the same way.\n";
+     << "). `collie run` of this file" << (flags.empty() ? "" : " (with" + flags + ")")
+     << " replays the ops it issued and ends the same way.\n";
   os << "version: 1\n";
   os << "name: " << quoted("recorded: " + in.command) << "\n";
   os << "description: " << quoted("the ops of `" + in.command + "`, recorded by collie run --record") << "\n";
   os << "world: " << in.world << "\n";
+  if (in.backend != "sim") os << "backend: " << quoted(in.backend) << "\n";
   os << "seed: " << in.seed << "\n";
   if (in.timeout_ns > 0) os << "timeout_us: " << number(static_cast<double>(in.timeout_ns) / 1000.0, DType::kFloat64) << "\n";
   if (!in.faults.empty()) {

@@ -11,7 +11,12 @@
 // elements, or kMaxLiteralListValues in a list: `values`, or an exact
 // expression of the entry and element); larger ones get a fixed pattern of
 // small integers (exact in every dtype), said in a comment. The run's seed,
-// faults and timeout are kept, so the simulator makes the same choices.
+// faults and timeout are kept, so the simulator makes the same choices; a
+// backend other than the simulator is named (`backend:`), so that the
+// replay runs where the program ran. What the replay needs on its command
+// line -- a plugin's --backend-plugin, a process backend's --fault
+// crash/stall, judged as the program's run judged them (by what the
+// survivors did) -- is named in the header.
 // The scenario expects the run to end ok, as the program did: a recorded
 // failure fails again until the program's ops change.
 #pragma once
@@ -36,6 +41,7 @@ struct RecordInput {
   std::uint64_t seed = 1;
   std::string backend = "sim";
   std::vector<std::string> faults;           // parse_fault() texts
+  std::vector<std::string> replay_flags;     // what the replay needs: --backend-plugin P, --fault crash:...
   Nanos timeout_ns = 0;
   std::vector<const std::vector<KeptCall>*> ranks;  // by rank
 };

@@ -13,6 +13,7 @@
 #include "backends/job.h"
 #include "backends/remote/child_processes.h"
 #include "core/error.h"
+#include "scenario/run_report.h"
 #include "scenario/scenario.h"
 #include "scenario/verdict.h"
 #include "script/hub.h"
@@ -457,21 +458,7 @@ ScriptResult run_script(const ScriptOptions& o) {
   how.records_checked = true;
   how.injected = job->injected_faults();
   how.process_faults = faults.processes;
-  res.virtual_time = std::max(rr.end_time, rr.stopped_at);
-  res.deadlock_dot = rr.deadlock_dot;
-  res.causes = rr.causes;
-  res.faults_injected = how.injected.size();
-  if (!o.trace_path.empty()) {
-    std::ofstream f(o.trace_path, std::ios::binary);
-    if (!job->write_trace(f, res.virtual_time)) res.failures.push_back("backend '" + o.backend + "' records no trace");
-  }
-  if (!o.dot_path.empty() && !rr.deadlock_dot.empty()) {
-    std::ofstream f(o.dot_path, std::ios::binary);
-    f << rr.deadlock_dot;
-  }
-  res.trace_hash = job->trace_hash();
-  res.events = job->events();
-  res.frames = rr.frames;
+  scenario::take_run_files(*job, rr, how.injected.size(), o.trace_path, o.dot_path, res);
 
   scenario::Verdict v = scenario::judge(s, rr, log, how);
   res.outcome = v.outcome;
@@ -490,12 +477,19 @@ ScriptResult run_script(const ScriptOptions& o) {
       if (f.rfind(kExpectedOk, 0) == 0) f = f.substr(kExpectedOk.size());
       res.failures.push_back(std::move(f));
     }
-    for (const auto& f : hub.other_failures()) res.failures.push_back(f);
+    // What only a program can do wrong -- a process that is not a rank
+    // raised, a send no rank received -- is an error of a run whose ranks
+    // ended ok. (A wrong value stays "ok" and fails, as in a scenario.)
+    std::vector<std::string> errors = hub.other_failures();
     if (res.outcome == "ok") {
       SourceLines src;
-      for (auto& f : unreceived(ranks, log.records, src)) res.failures.push_back(std::move(f));
-      if (!res.failures.empty()) res.outcome = "error";
+      for (auto& f : unreceived(ranks, log.records, src)) errors.push_back(std::move(f));
+      if (!errors.empty()) {
+        res.outcome = "error";
+        res.detail = errors.front();
+      }
     }
+    for (auto& f : errors) res.failures.push_back(std::move(f));
     res.notes = std::move(v.notes);
     res.fault_report = std::move(v.fault_report);
   }
@@ -519,6 +513,10 @@ ScriptResult run_script(const ScriptOptions& o) {
     in.seed = o.seed;
     in.backend = o.backend;
     if (backend.simulated_faults) in.faults = faults.texts;
+    in.replay_flags = o.replay_flags;
+    // Judged as faults given on the command line (by what the survivors
+    // did), so given to the replay the same way.
+    for (const ProcessFault& f : faults.processes) in.replay_flags.insert(in.replay_flags.end(), {"--fault", f.text});
     in.timeout_ns = o.timeout_ns.value_or(0);
     for (const auto& r : ranks) in.ranks.push_back(&r->kept());
     std::ofstream f(o.record_path, std::ios::binary);

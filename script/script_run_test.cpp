@@ -55,6 +55,43 @@ std::string printed(const ScriptResult& r) {
   return s;
 }
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// `r`'s record (--record `path`), replayed as the scenario it is: it ends as
+// the program's run did -- passed or not (collie run's exit code), with the
+// same outcome and the same first line of what went wrong. (Not the same
+// trace: the program's run has events of its own -- each rank yields
+// before it waits for its next request.) With `kind_only`, of the detail
+// only the error's kind (on processes the OS's words vary).
+scenario::ScenarioResult expect_replays_as_it_ran(const ScriptResult& r, const std::string& path,
+                                                  const scenario::RunOptions& ro = {}, bool kind_only = false) {
+  EXPECT_EQ(r.record_path, path);
+  const scenario::ScenarioResult replay = scenario::run_scenario(scenario::load_file(path), ro);
+  EXPECT_EQ(replay.passed, r.run.passed) << joined(replay.failures);
+  EXPECT_EQ(replay.outcome, r.run.outcome) << replay.detail;
+  auto said = [&](const std::string& detail) {
+    return kind_only ? detail.substr(0, detail.find(':')) : first_line(detail);
+  };
+  EXPECT_EQ(said(replay.detail), said(r.run.detail)) << replay.detail;
+  std::filesystem::remove(path);
+  return replay;
+}
+
+// Runs `o`, which fails as a scenario's run with an error of `kind` does:
+// outcome "error" (exit 1), "KIND: " leading the detail.
+ScriptResult run_failing_with(const ScriptOptions& o, const std::string& kind) {
+  ScriptResult r = run_script(o);
+  EXPECT_FALSE(r.run.passed);
+  EXPECT_EQ(r.run.outcome, "error");
+  EXPECT_EQ(r.run.detail.rfind(kind + ": ", 0), 0u) << r.run.detail;
+  return r;
+}
+
+ScriptOptions recorded(ScriptOptions o, const std::string& name) {
+  o.record_path = ::testing::TempDir() + "/" + name + "_record.yaml";
+  return o;
+}
+
 // Whether process `pid` has ended: gone, or a zombie (a process the
 // program spawned is its parent's, or init's, to reap).
 bool ended(long pid) {
@@ -76,6 +113,7 @@ TEST(ScriptRun, EveryOpOfTheTableRunsAndItsResultsComeBack) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("every_op.py", 4));
   EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program) << printed(r);
+  EXPECT_EQ(r.run.outcome, "ok");
   EXPECT_GE(r.run.checks, 19);
   const std::string out = printed(r);
   for (const char* want : {"rank 3: all_to_all_single ok", "rank 2: batch_isend_irecv ok",
@@ -90,6 +128,7 @@ TEST(ScriptRun, DistributedDataParallelTrainsWithIdenticalReplicas) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("ddp.py", 2));
   EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program) << printed(r);
+  EXPECT_EQ(r.run.outcome, "ok");
   EXPECT_GE(r.run.checks, 8);
   ASSERT_EQ(r.run.output.size(), 2u) << printed(r);
   EXPECT_EQ(r.run.output[0].text.rfind("weights [", 0), 0u) << printed(r);
@@ -173,10 +212,11 @@ TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndVerdictWhateverTheWallTimes
   std::filesystem::remove(a.record_path);
 }
 
+// An error in the run is outcome "error" (exit 1), as in a scenario's run;
+// its kind leads the detail ("collective_mismatch: ...").
 TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {
   REQUIRE_TORCH();
-  const ScriptResult r = run_script(program("mismatch.py", 2));
-  EXPECT_FALSE(r.run.passed);
+  const ScriptResult r = run_failing_with(program("mismatch.py", 2), "collective_mismatch");
   EXPECT_NE(joined(r.run.failures).find("collective_mismatch"), std::string::npos) << joined(r.run.failures);
   ASSERT_EQ(r.program.size(), 2u);
   EXPECT_NE(r.program[0].find("mismatch.py:8:  dist.all_reduce(t)"), std::string::npos) << r.program[0];
@@ -203,7 +243,7 @@ TEST(ScriptRun, ATimeoutNamesTheRanksCallsAndLines) {
   ScriptOptions o = program("bf16_sum.py", 2);
   o.timeout_ns = 1'000'000;
   o.faults = {"delay:src=0,dst=1,nth=1,us=5000"};
-  const ScriptResult r = run_script(o);
+  const ScriptResult r = run_failing_with(o, "timeout");  // as a scenario's timeout
   expect_failed_in_bf16_sum(r, joined(r.run.failures),
                             "timeout: rank 1, all_reduce #1 on world (peer 0): did not complete within 1 ms", 1,
                             "--timeout-us 1000 -- ");
@@ -213,6 +253,7 @@ TEST(ScriptRun, AnExceptionEndsTheRunWithTheRankAndItsTraceback) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("raises.py", 2));
   EXPECT_FALSE(r.run.passed);
+  EXPECT_EQ(r.run.outcome, "error");
   EXPECT_NE(joined(r.run.failures).find("rank 1 raised ZeroDivisionError: division by zero at raises.py:12 (in step)"),
             std::string::npos)
       << joined(r.run.failures);
@@ -226,6 +267,7 @@ TEST(ScriptRun, AProgramThatExitsWithARankWaitingFails) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("exits_early.py", 2));
   EXPECT_FALSE(r.run.passed);
+  EXPECT_EQ(r.run.outcome, "deadlock");
   ASSERT_EQ(r.program.size(), 2u);
   EXPECT_NE(r.program[0].find("exits_early.py:10:  dist.recv(t, src=1)"), std::string::npos) << r.program[0];
   EXPECT_NE(r.program[1].find("exited with code 0"), std::string::npos) << r.program[1];
@@ -236,6 +278,7 @@ TEST(ScriptRun, RanksThatDisagreeOnTheWorldSizeFailTheRun) {
   REQUIRE_TORCH();
   const ScriptResult r = run_script(program("world_mismatch.py", 2));
   EXPECT_FALSE(r.run.passed);
+  EXPECT_EQ(r.run.outcome, "error");
   ASSERT_EQ(r.run.failures.size(), 1u) << joined(r.run.failures);
   EXPECT_NE(r.run.failures[0].find("the ranks call init_process_group with different world sizes"), std::string::npos)
       << r.run.failures[0];
@@ -278,8 +321,7 @@ TEST(ScriptRun, ACrashFaultKillsTheRankAndItsPeersFailNamingIt) {
   REQUIRE_TORCH();
   ScriptOptions o = program("bf16_sum.py", 2);
   o.faults = {"crash:rank=1,op=1"};
-  const ScriptResult r = run_script(o);
-  EXPECT_FALSE(r.run.passed);
+  const ScriptResult r = run_failing_with(o, "transport");
   EXPECT_NE(joined(r.run.failures).find("lost rank 1"), std::string::npos) << joined(r.run.failures);
   ASSERT_EQ(r.program.size(), 2u);
   EXPECT_NE(r.program[1].find("killed (SIGKILL)"), std::string::npos) << r.program[1];
@@ -307,6 +349,64 @@ TEST(ScriptRun, ARecordedHangReplaysAsTheSameHang) {
   std::filesystem::remove(path);
 }
 
+// A recorded failure replays as the same failure (`collie run out.yaml`
+// fails as the program's run did): a timeout (the delay fault and the
+// timeout are recorded with the ops) ...
+TEST(ScriptRun, ARecordedTimeoutReplaysAsTheSameTimeout) {
+  REQUIRE_TORCH();
+  ScriptOptions o = recorded(program("bf16_sum.py", 2), "timeout");
+  o.timeout_ns = 1'000'000;
+  o.faults = {"delay:src=0,dst=1,nth=1,us=5000"};
+  expect_replays_as_it_ran(run_failing_with(o, "timeout"), o.record_path);
+}
+
+// ... a collective mismatch ...
+TEST(ScriptRun, ARecordedCollectiveMismatchReplaysAsTheSameMismatch) {
+  REQUIRE_TORCH();
+  const ScriptOptions o = recorded(program("mismatch.py", 2), "mismatch");
+  expect_replays_as_it_ran(run_failing_with(o, "collective_mismatch"), o.record_path);
+}
+
+// ... a rank that passes a different count (each rank's count is recorded;
+// the core compares every collective's signature, count included) ...
+TEST(ScriptRun, ARankThatPassesADifferentCountFailsAndReplaysAsTheSameMismatch) {
+  REQUIRE_TORCH();
+  const ScriptOptions o = recorded(program("count_mismatch.py", 2), "count_mismatch");
+  const ScriptResult r = run_failing_with(o, "collective_mismatch");
+  ASSERT_EQ(r.program.size(), 2u);
+  for (const std::string& p : r.program)
+    EXPECT_NE(p.find("count_mismatch.py:7:  dist.all_reduce(t)"), std::string::npos) << p;
+  expect_replays_as_it_ran(r, o.record_path);
+}
+
+// ... and a lost rank (the crash is recorded as the scenario's crash at an op).
+TEST(ScriptRun, ARecordedCrashReplaysAsTheSameLostRank) {
+  REQUIRE_TORCH();
+  ScriptOptions o = recorded(program("bf16_sum.py", 2), "crash");
+  o.faults = {"crash:rank=1,op=1"};
+  const scenario::ScenarioResult replay = expect_replays_as_it_ran(run_failing_with(o, "transport"), o.record_path);
+  EXPECT_NE(joined(replay.failures).find("lost rank 1"), std::string::npos) << joined(replay.failures);
+}
+
+// A wrong value (a plugin whose bfloat16 SUM truncates) is recorded with
+// the backend that computed it, and replays there as the same wrong value.
+TEST(ScriptRun, ARecordedWrongValueReplaysAsTheSameWrongValueOnItsBackend) {
+  REQUIRE_TORCH();
+  BackendRegistry& reg = BackendRegistry::builtin();
+  if (!reg.find("bf16_truncating_loopback"))
+    reg.load_plugin(std::string(COLLIE_PLUGIN_DIR) + "/bf16_truncating_loopback.so");
+  ScriptOptions o = recorded(program("bf16_sum.py", 2), "wrong_value");
+  o.backend = "bf16_truncating_loopback";
+  const ScriptResult r = run_script(o);
+  EXPECT_FALSE(r.run.passed);
+  EXPECT_EQ(r.run.outcome, "ok");  // every rank finished; the values are wrong
+  const std::string wrong = "rank 1 element 0 is 2.015625, the oracle says 2.03125";
+  EXPECT_NE(joined(r.run.failures).find(wrong), std::string::npos) << joined(r.run.failures);
+  const scenario::ScenarioResult replay = expect_replays_as_it_ran(r, o.record_path);
+  EXPECT_EQ(replay.backend, "bf16_truncating_loopback");
+  EXPECT_NE(joined(replay.failures).find(wrong), std::string::npos) << joined(replay.failures);
+}
+
 TEST(ScriptRun, RunsOnTcpProcessesToo) {
   REQUIRE_TORCH();
   ::setenv("COLLIE_PROGRAM", COLLIE_BINARY, 1);  // the tcp backend's rank processes are `collie worker`
@@ -314,8 +414,33 @@ TEST(ScriptRun, RunsOnTcpProcessesToo) {
   o.backend = "tcp";
   const ScriptResult r = run_script(o);
   EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program);
+  EXPECT_EQ(r.run.outcome, "ok");
   EXPECT_NE(printed(r).find("sum [2.03125, 2.03125, 2.03125, 2.03125]"), std::string::npos) << printed(r);
   expect_no_orphans(r);
+}
+
+// On a process backend a crash is the process's (SIGKILL), judged by what
+// the survivors did (rank 0 failed loudly: the run passes); the record
+// names the fault for the replay's command line, where it is judged so too.
+// (Declared in the scenario, it was held to the scenario's outcome: FAIL.)
+TEST(ScriptRun, ARecordedCrashOnTcpProcessesReplaysWithItsFaultAsTheProgramRan) {
+  REQUIRE_TORCH();
+  ::setenv("COLLIE_PROGRAM", COLLIE_BINARY, 1);
+  ScriptOptions o = recorded(program("bf16_sum.py", 2), "tcp_crash");
+  o.backend = "tcp";
+  o.faults = {"crash:rank=1,op=1"};
+  const ScriptResult r = run_script(o);
+  EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.run.fault_report);
+  std::ifstream f(o.record_path);
+  const std::string text{std::istreambuf_iterator<char>(f), {}};
+  EXPECT_NE(text.find("`collie run` of this file (with --fault crash:rank=1,op=1) replays"), std::string::npos) << text;
+  EXPECT_EQ(text.find("faults:"), std::string::npos) << text;
+  scenario::RunOptions ro;  // as collie run FILE --fault crash:rank=1,op=1 sets them
+  ro.processes = true;
+  ProcessFault crash;
+  ASSERT_FALSE(parse_process_fault("crash:rank=1,op=1", crash));
+  ro.process_faults = {crash};
+  expect_replays_as_it_ran(r, o.record_path, ro, true);
 }
 
 // --fault stall on a process backend: rank 1's process stops before its
@@ -329,6 +454,7 @@ TEST(ScriptRun, AStallFaultOnTcpNamesTheFaultAndEachRanksLine) {
   o.faults = {"stall:rank=1,op=1,ms=3000"};
   o.timeout_ns = 500'000'000;
   const ScriptResult r = run_script(o);
+  EXPECT_EQ(r.run.outcome, "hang");  // as a scenario's run on processes that stop answering
   expect_failed_in_bf16_sum(r, joined(r.run.fault_report),
                             "fault stall:rank=1,op=1,ms=3000: rank 1's process was stopped (SIGSTOP) before its op #1", 0,
                             "--fault stall:rank=1,op=1,ms=3000");

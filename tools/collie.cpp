@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iomanip>
 #include <limits>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -31,6 +30,7 @@
 #include "core/error.h"
 #include "scenario/loader.h"
 #include "scenario/program_checks.h"
+#include "scenario/run_report.h"
 #include "scenario/runner.h"
 #include "scenario/search.h"
 #include "sim/faults.h"
@@ -84,61 +84,11 @@ struct Progress {
   }
 };
 
-using collie::tools::hex;
-
 void print_result(const ScenarioResult& r, int verbosity) {
-  if (verbosity >= 0) {
-    for (const auto& l : r.output) {
-      if (verbosity > 0) std::cout << "[rank " << l.rank << " @ " << l.time << " ns] ";
-      std::cout << l.text << "\n";
-    }
-  }
-  std::ostringstream s;
-  s << (r.skipped ? "SKIP " : r.passed ? "PASS " : "FAIL ") << r.file << " (" << r.name << "): " << r.outcome << "; world " << r.world
-    << "; backend " << r.backend;
-  if (r.simulated) s << "; virtual time " << r.virtual_time << " ns; trace " << hex(r.trace_hash);
-  if (r.timing_only) {
-    s << "; timing only";
-    if (r.skipped_steps) s << " (" << r.skipped_steps << " print/expect/update steps skipped)";
-  } else {
-    s << "; " << r.checks << " checks";
-  }
-  s << "; seed " << r.seed;
-  if (r.simulated && r.events) {
-    s << "; " << r.events << " events";
-    // The simulator's speed in wall time: -v only, so that the default
-    // output is the same bytes for the same inputs and seed.
-    if (verbosity > 0) {
-      std::ostringstream rate;
-      rate.precision(2);
-      rate << std::fixed << static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9) / 1e6;
-      s << " in " << std::fixed << std::setprecision(2) << r.wall_seconds << " s (" << rate.str() << " M events/s)";
-    }
-  }
-  if (!r.implementation.empty() && !r.simulated) s << "; " << r.implementation;
-  std::cout << s.str() << "\n";
-  if (r.skipped) std::cout << "    skipped: " << r.skip_reason << "\n";
-  for (const auto& l : r.fault_report) std::cout << "    " << l << "\n";
-  for (const auto& n : r.notes) {
-    std::istringstream lines("note: " + n);
-    std::string l;
-    while (std::getline(lines, l)) std::cout << "    " << l << "\n";
-  }
-  if (!r.passed && !r.skipped) {
-    bool replay_shown = false;
-    for (const auto& f : r.failures) {
-      replay_shown = replay_shown || f.find("\nreplay: ") != std::string::npos;
-      std::istringstream lines(f);
-      std::string l;
-      while (std::getline(lines, l)) std::cout << "    " << l << "\n";
-    }
-    if (!replay_shown) std::cout << "    replay: " << r.replay << "\n";
-  } else if (verbosity > 0 && r.outcome != "ok") {
-    std::istringstream lines(r.detail);
-    std::string l;
-    std::cout << "    (expected)\n";
-    while (std::getline(lines, l)) std::cout << "    " << l << "\n";
-  }
+  collie::scenario::ReportLayout layout;
+  layout.title = r.file + " (" + r.name + ")";
+  layout.verbosity = verbosity;
+  collie::scenario::print_run_report(std::cout, r, layout);
 }
 
 nlohmann::json to_json(const ScenarioResult& r) {
@@ -159,9 +109,7 @@ nlohmann::json to_json(const ScenarioResult& r) {
     j["events_per_second"] = static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9);
     j["timing_only"] = r.timing_only;
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& l : r.output) out.push_back({{"rank", l.rank}, {"time_ns", l.time}, {"text", l.text}});
-  j["output"] = out;
+  collie::tools::add_output(j, r);
   return j;
 }
 

@@ -13,9 +13,12 @@
 #include <csignal>
 #include "backends/tcp/auth.h"
 #include <chrono>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace collie::tools {
@@ -40,6 +43,44 @@ int free_port() {
   return a.local_endpoint().port();
 }
 
+
+// A launch started by another launcher (srun, mpirun: one collie launch
+// per task, as torchrun is started once per node): which task this is and
+// how many there are, from the launcher's variables, innermost first (as
+// script/python/collie_script reads them); one task of one when there are
+// none, or when torch's own (RANK) are set.
+struct Task {
+  int index = 0;
+  int count = 1;
+  std::string from;  // "SLURM_PROCID/SLURM_NTASKS", or empty
+};
+
+std::optional<int> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || errno || x < 0 || x > (1 << 24)) return std::nullopt;
+  return static_cast<int>(x);
+}
+
+std::optional<Task> outer_task(std::string* why) {
+  if (std::getenv("RANK")) return Task{};
+  for (const auto& [index, count] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                     std::pair{"PMI_RANK", "PMI_SIZE"},
+                                     std::pair{"SLURM_PROCID", "SLURM_NTASKS"}}) {
+    if (!std::getenv(index) || !std::getenv(count)) continue;
+    const auto i = env_int(index), n = env_int(count);
+    if (!i || !n || *n < 1 || *i >= *n) {
+      *why = std::string(index) + "=" + std::getenv(index) + " and " + count + "=" + std::getenv(count) +
+             " are not a task of a job";
+      return std::nullopt;
+    }
+    return Task{*i, *n, std::string(index) + "/" + count};
+  }
+  return Task{};
+}
 
 }  // namespace
 
@@ -89,8 +130,25 @@ using Clock = std::chrono::steady_clock;
 
 int launch(const LaunchOptions& o) {
   const int n = o.nprocs;
-  const int port = o.master_port ? o.master_port : free_port();
-  const std::string token = tcp::random_token();
+  std::string why;
+  const std::optional<Task> task = outer_task(&why);
+  if (!task) {
+    std::cerr << "collie launch: " << why << "\n";
+    return 2;
+  }
+  // Under another launcher the tasks share the job: rank 0's address and
+  // port, and the token, come from the environment (one chosen here would
+  // differ between tasks); alone, a free port and a fresh token.
+  const int base = task->index * n;  // this task's first rank
+  const char* env_addr = std::getenv("MASTER_ADDR");
+  const std::string addr = env_addr && *env_addr ? env_addr : "127.0.0.1";
+  const std::optional<int> env_port = env_int("MASTER_PORT");
+  const int port = o.master_port ? o.master_port
+                   : env_port    ? *env_port
+                   : task->count > 1 ? 29500  // torch's default
+                                     : free_port();
+  const char* env_token = std::getenv("COLLIE_JOB_TOKEN");
+  const std::string token = env_token ? env_token : task->count > 1 ? std::string() : tcp::random_token();
   // The CPUs to pin ranks to, in order; empty: no pinning.
   std::vector<int> cpus;
   cpu_set_t allowed;
@@ -100,12 +158,13 @@ int launch(const LaunchOptions& o) {
       if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   std::vector<remote::ChildSpec> specs;
   for (int r = 0; r < n; ++r) {
-    remote::ChildSpec c{o.command, {{"MASTER_ADDR", "127.0.0.1"},
+    remote::ChildSpec c{o.command, {{"MASTER_ADDR", addr},
                                     {"MASTER_PORT", std::to_string(port)},
-                                    {"RANK", std::to_string(r)},
+                                    {"RANK", std::to_string(base + r)},
                                     {"LOCAL_RANK", std::to_string(r)},
-                                    {"WORLD_SIZE", std::to_string(n)},
+                                    {"WORLD_SIZE", std::to_string(task->count * n)},
                                     {"LOCAL_WORLD_SIZE", std::to_string(n)},
+                                    {"GROUP_RANK", std::to_string(task->index)},
                                     {"COLLIE_JOB_TOKEN", token}}};
     if (!cpus.empty()) c.cpu = cpus[static_cast<std::size_t>(r)];
     specs.push_back(std::move(c));
@@ -117,7 +176,7 @@ int launch(const LaunchOptions& o) {
   remote::ChildProcesses procs(specs);
   std::vector<std::string> partial(static_cast<std::size_t>(n));
   auto emit = [&](std::size_t r, const std::string& line) {
-    if (o.prefix) std::cout << "[rank " << r << "] ";
+    if (o.prefix) std::cout << "[rank " << base + static_cast<int>(r) << "] ";
     std::cout << line << "\n";
     std::cout.flush();
   };
@@ -202,14 +261,14 @@ int launch(const LaunchOptions& o) {
   if (forwarded) {
     std::cerr << "collie launch: got signal " << forwarded << " (" << strsignal(forwarded) << "); passed it to the ranks\n";
     for (int r = 0; r < n; ++r)
-      std::cerr << "collie launch: rank " << r << " " << procs.fate(static_cast<std::size_t>(r)) << "\n";
+      std::cerr << "collie launch: rank " << base + r << " " << procs.fate(static_cast<std::size_t>(r)) << "\n";
     return 128 + forwarded;
   }
   if (first_failed < 0) return 0;
-  std::cerr << "collie launch: rank " << first_failed << " failed first: " << first_why << "\n";
+  std::cerr << "collie launch: rank " << base + first_failed << " failed first: " << first_why << "\n";
   for (int r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (r != first_failed && !procs.succeeded(i)) std::cerr << "collie launch: rank " << r << " " << procs.fate(i) << "\n";
+    if (r != first_failed && !procs.succeeded(i)) std::cerr << "collie launch: rank " << base + r << " " << procs.fate(i) << "\n";
   }
   return 1;
 }

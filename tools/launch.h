@@ -1,5 +1,17 @@
 // collie launch: start N local processes of a program as one job, like
-// `torchrun --standalone --nproc-per-node N`.
+// `torchrun --standalone --nproc-per-node N`: rank r gets RANK=r,
+// LOCAL_RANK=r, WORLD_SIZE=N, LOCAL_WORLD_SIZE=N, GROUP_RANK=0,
+// MASTER_ADDR/MASTER_PORT of rank 0's rendezvous and a COLLIE_JOB_TOKEN.
+//
+// Under another launcher -- `srun -n T collie launch -n N ...`, `mpirun`:
+// one launch per task, as torchrun is started once per node -- the T tasks
+// are one job of T x N ranks: task t (SLURM_PROCID, OMPI_COMM_WORLD_RANK or
+// PMI_RANK, of SLURM_NTASKS/OMPI_COMM_WORLD_SIZE/PMI_SIZE) starts ranks
+// t*N .. t*N+N-1 with GROUP_RANK=t. MASTER_ADDR, MASTER_PORT and
+// COLLIE_JOB_TOKEN are then taken from the environment (default
+// 127.0.0.1, 29500 and no token): what every task must agree on. A
+// COLLIE_JOB_TOKEN already set (collie run's, for a program under it) is
+// always passed on.
 #pragma once
 
 #include <string>
@@ -21,7 +33,8 @@ struct LaunchOptions {
 };
 
 // Runs the job; returns the exit code for `collie launch` (0: every rank
-// exited 0; 1: some rank failed -- the first to fail is reported on stderr).
+// exited 0; 1: some rank failed -- the first to fail is reported on stderr;
+// 2: the outer launcher's variables name no task of a job).
 int launch(const LaunchOptions& options);
 
 // This program's own path (/proc/self/exe), to start more of itself.

@@ -1,24 +1,15 @@
-// What `collie run` reports of one run as JSON and in its summary line,
+// What `collie run --json` reports of one run (its text: scenario/run_report.h),
 // shared by scenario runs (collie.cpp) and program runs (run_script.cpp).
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
 
+#include "scenario/run_report.h"
 #include "scenario/runner.h"
 
 namespace collie::tools {
 
-// A trace hash as printed: 16 hex digits.
-inline std::string hex(std::uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using scenario::hex;
 
 // The fields every run reports: where it ran, how to replay it, and on the
 // simulator its virtual time, trace hash and events.
@@ -34,6 +25,13 @@ inline void add_run_fields(nlohmann::json& j, const scenario::ScenarioResult& r)
     j["trace_hash"] = hex(r.trace_hash);
     j["events"] = r.events;
   }
+}
+
+// The ranks' lines, in the order they ran: rank, virtual time and text.
+inline void add_output(nlohmann::json& j, const scenario::ScenarioResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& l : r.output) out.push_back({{"rank", l.rank}, {"time_ns", l.time}, {"text", l.text}});
+  j["output"] = out;
 }
 
 }  // namespace collie::tools

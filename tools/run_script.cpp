@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "scenario/run_report.h"
 #include "script/script_run.h"
 #include "tools/backend_flags.h"
 #include "tools/result_json.h"
@@ -25,39 +26,15 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitInvalid = 2;
 
-void print_block(const std::string& text, const std::string& indent) {
-  std::istringstream lines(text);
-  std::string l;
-  while (std::getline(lines, l)) std::cout << indent << l << "\n";
-}
-
+// -v stamps the program's lines (printed as they came), and adds nothing
+// here: the summary stays the same bytes every run.
 void print_result(const script::ScriptResult& result) {
-  const scenario::ScenarioResult& r = result.run;
-  std::ostringstream s;
-  s << (r.skipped ? "SKIP " : r.passed ? "PASS " : "FAIL ") << r.file << ": " << r.outcome << "; world " << r.world
-    << "; backend " << r.backend;
-  if (r.simulated) s << "; virtual time " << r.virtual_time << " ns; trace " << hex(r.trace_hash);
-  s << "; " << r.checks << " checks; seed " << r.seed;
-  if (r.simulated && r.events) s << "; " << r.events << " events";
-  if (!r.implementation.empty() && !r.simulated) s << "; " << r.implementation;
-  std::cout << s.str() << "\n";
-  if (r.skipped) std::cout << "    skipped: " << r.skip_reason << "\n";
-  for (const auto& l : r.fault_report) std::cout << "    " << l << "\n";
-  for (const auto& n : r.notes) print_block("note: " + n, "    ");
-  if (!r.passed && !r.skipped) {
-    bool replay_shown = false;
-    for (const auto& f : r.failures) {
-      replay_shown = replay_shown || f.find("\nreplay: ") != std::string::npos || f.rfind("replay: ", 0) == 0;
-      print_block(f, "    ");
-    }
-    if (!result.program.empty()) {
-      std::cout << "    in the program:\n";
-      for (const auto& p : result.program) print_block(p, "      ");
-    }
-    if (!replay_shown) std::cout << "    replay: " << r.replay << "\n";
-  }
-  if (!result.record_path.empty())
-    std::cout << "    recorded: " << result.record_path << " (collie run " << result.record_path << " replays it)\n";
+  scenario::ReportLayout layout;
+  layout.title = result.run.file;
+  layout.output = false;
+  layout.program = result.program;
+  layout.recorded = result.record_path;
+  scenario::print_run_report(std::cout, result.run, layout);
 }
 
 nlohmann::json to_json(const script::ScriptResult& result) {
@@ -73,9 +50,7 @@ nlohmann::json to_json(const script::ScriptResult& result) {
   j["implementation"] = r.implementation;
   add_run_fields(j, r);
   if (!result.record_path.empty()) j["recorded"] = result.record_path;
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& l : r.output) out.push_back({{"rank", l.rank}, {"time_ns", l.time}, {"text", l.text}});
-  j["output"] = out;
+  add_output(j, r);
   return j;
 }
 

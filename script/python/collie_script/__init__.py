@@ -13,7 +13,9 @@ process of the program it
     which stamps each line with the rank and its virtual time;
   - reports how the process ends: an uncaught exception with its
     traceback (sys.excepthook, multiprocessing's Process, torch's spawn),
-    and its exit.
+    and its exit;
+  - starts multiprocessing's "spawn" children by forking (_spawn.py), so
+    that each does not import torch again.
 
 The protocol is script/script_protocol.h. Environment (set by collie):
   COLLIE_SCRIPT_CONTROLLER  host:port of the controller
@@ -114,6 +116,8 @@ def request(head, blobs=()):
 # ---- where the program is -----------------------------------------------------
 
 _skip_cache = {}
+_user_code = {}   # code object -> whether it is the program's (the per-op walk's cache)
+_spawn_child_code = None  # _spawn._child's code, once a child is forked there
 
 
 def _skip_prefixes():
@@ -151,10 +155,18 @@ def user_stack(frame, limit=4):
     """The program's own frames from `frame` outwards (not torch's, collie's or
     the standard library's), innermost first: [[file, line, function], ...]."""
     out = []
-    while frame is not None and len(out) < limit:
+    user_code = _user_code
+    while frame is not None:
         code = frame.f_code
-        if _is_user_file(code.co_filename):
+        user = user_code.get(code)
+        if user is None:
+            if code is _spawn_child_code:
+                break  # a child forked for "spawn" (_spawn.py): below are its parent's frames
+            user = user_code[code] = _is_user_file(code.co_filename)
+        if user:
             out.append([code.co_filename, frame.f_lineno, code.co_name])
+            if len(out) >= limit:
+                break
         frame = frame.f_back
     return out
 
@@ -274,6 +286,12 @@ def _patch_spawn(module):
     module._wrap = _wrap
 
 
+def _patch_spawn_popen(module):
+    from . import _spawn
+
+    _spawn.install(module)
+
+
 def _patch_torch_distributed(module):
     from . import _torch
 
@@ -287,6 +305,7 @@ class _Hooks(importlib.abc.MetaPathFinder):
         "torch.distributed": _patch_torch_distributed,
         "multiprocessing.process": _patch_process,
         "torch.multiprocessing.spawn": _patch_spawn,
+        "multiprocessing.popen_spawn_posix": _patch_spawn_popen,
     }
 
     def find_spec(self, name, path, target=None):

@@ -17,6 +17,13 @@ import sys
 import threading
 
 
+# The JSON headers: compact, and without the circular-reference check (a
+# header is plain data built here).
+_encode = json.JSONEncoder(ensure_ascii=True, check_circular=False, separators=(",", ":")).encode
+_decode = json.JSONDecoder().decode
+_LENGTH = struct.Struct("<I")
+
+
 class ControllerGone(RuntimeError):
     """The collie controller closed the connection (the run is over)."""
 
@@ -60,17 +67,19 @@ class Link:
         return out
 
     def _read_message(self):
-        (n,) = struct.unpack("<I", self._read(4))
-        head = json.loads(self._read(n).decode("utf-8"))
-        blobs = [self._read(size) for size in head.get("blobs", [])]
+        (n,) = _LENGTH.unpack(self._read(4))
+        head = _decode(self._read(n).decode("utf-8"))
+        sizes = head.get("blobs")
+        blobs = [self._read(size) for size in sizes] if sizes else []
         return head, blobs
 
     def send(self, head, blobs=(), locked=False):
-        """Sends one message; `locked`: the caller holds send_lock."""
+        """Sends one message (one send call); `locked`: the caller holds
+        send_lock. `head` gains "blobs" when there are any."""
         if blobs:
-            head = dict(head, blobs=[len(b) for b in blobs])
-        text = json.dumps(head, ensure_ascii=True).encode("utf-8")
-        data = b"".join([struct.pack("<I", len(text)), text, *blobs])
+            head["blobs"] = [len(b) for b in blobs]
+        text = _encode(head).encode("utf-8")
+        data = b"".join([_LENGTH.pack(len(text)), text, *blobs])
         try:
             if locked:
                 self.sock.sendall(data)
@@ -83,7 +92,8 @@ class Link:
     # ---- requests ----------------------------------------------------------
 
     def request(self, head, blobs=(), before_send=None):
-        """Sends a request and returns the answer (head, blobs).
+        """Sends a request and returns the answer (head, blobs); `head` (the
+        caller's own dict) gains "id".
 
         `before_send(link)` runs with send_lock held, just before the request
         goes out: the output written so far is shipped there, so that the
@@ -91,14 +101,14 @@ class Link:
         """
         with self.rpc_lock:
             self.next_id += 1
-            head = dict(head, id=self.next_id)
+            my_id = head["id"] = self.next_id
             with self.send_lock:
                 if before_send is not None:
                     before_send(self)
                 self.send(head, blobs, locked=True)
             while True:
                 answer, answer_blobs = self._read_message()
-                if answer.get("id") == head["id"]:
+                if answer.get("id") == my_id:
                     return answer, answer_blobs
 
     def close(self):
