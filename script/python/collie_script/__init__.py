@@ -56,18 +56,22 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def _launcher_env():
-    """RANK, WORLD_SIZE and LOCAL_RANK from srun's or mpirun's variables, where
-    the launcher set no torch variables itself (as torchrun would)."""
+    """RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from srun's or
+    mpirun's variables, where the launcher set no torch variables itself (as
+    torchrun would)."""
     env = os.environ
     if "RANK" in env:
         return
-    for rank, size, local in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
-                              ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
-                              ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")):
+    for rank, size, local, local_size in (
+            ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+            ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+            ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE")):
         if rank in env and size in env:
             env["RANK"] = env[rank]
             env["WORLD_SIZE"] = env[size]
             env["LOCAL_RANK"] = env.get(local, "0")
+            if local_size in env:
+                env["LOCAL_WORLD_SIZE"] = env[local_size]
             env.setdefault("MASTER_ADDR", "127.0.0.1")
             env.setdefault("MASTER_PORT", "29500")
             return
