@@ -23,17 +23,8 @@ namespace {
 
 const std::string kData = COLLIE_SCRIPT_TESTDATA;
 
-// Why this machine cannot run the programs, or empty.
-const std::string& no_torch() {
-  static const std::string why = [] {
-    const std::string p = torch::probe();
-    return p.rfind("torch ", 0) == 0 ? std::string() : p;
-  }();
-  return why;
-}
-
 #define REQUIRE_TORCH() \
-  if (!no_torch().empty()) GTEST_SKIP() << "no torch here: " << no_torch()
+  if (const std::string why = torch::missing(); !why.empty()) GTEST_SKIP() << "no torch here: " << why
 
 ScriptOptions program(const std::string& file, int nprocs = 0) {
   ScriptOptions o;

@@ -185,25 +185,13 @@ std::vector<SeedProgram> programs() {
   return p;
 }
 
-// Why torch cannot run the seeds here, or "" when it can. Only whether
-// Python finds torch: torch::probe() imports it, which would cost every
-// seed test a second `import torch` (1.5 s) before its own. A torch that
-// is found but broken fails the test, with its error, instead of skipping.
-std::string no_torch() {
-  const std::string py = torch::python();
-  if (py.empty()) return "no python3 (set COLLIE_PYTHON)";
-  const std::string cmd = "'" + py + "' -c 'import importlib.util as u, sys; sys.exit(u.find_spec(\"torch\") is None)' 2>&1";
-  if (std::system(cmd.c_str()) != 0) return py + " finds no module torch";
-  return {};
-}
-
 class Seeds : public ::testing::TestWithParam<SeedProgram> {};
 
 TEST_P(Seeds, RunsVerbatimAndPrintsWhatTheSeedShows) {
   const SeedProgram& p = GetParam();
   const std::string seed = seed_text(p.seed);
   if (seed.empty()) GTEST_SKIP() << "no seed " << p.seed << "* in " << seeds_dir() << " (set COLLIE_SEEDS_DIR)";
-  if (const std::string why = no_torch(); !why.empty()) GTEST_SKIP() << "no torch here: " << why;
+  if (const std::string why = torch::missing(); !why.empty()) GTEST_SKIP() << "no torch here: " << why;
   const std::string text = p.make(python_blocks(seed));
   ASSERT_FALSE(text.empty());
   const std::string file = ::testing::TempDir() + "/seed_" + p.seed + p.name + ".py";

@@ -142,6 +142,15 @@ std::string python() {
   return on_path("python3");
 }
 
+std::string missing() {
+  const std::string py = python();
+  if (py.empty()) return "no python3 (set COLLIE_PYTHON)";
+  const std::string cmd =
+      "'" + py + "' -c 'import importlib.util as u, sys; sys.exit(u.find_spec(\"torch\") is None)' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return py + " finds no module torch";
+  return {};
+}
+
 std::string probe() {
   const std::string py = python();
   if (py.empty()) return "not available: no python3 (give one with --python or COLLIE_PYTHON)";

@@ -20,6 +20,11 @@ BackendFamily make_torch_backends();
 // The Python interpreter the driver runs under.
 std::string python();
 
+// Why this machine's Python finds no torch module, or "" when it finds one.
+// Only a lookup (importlib's find_spec, ~30 ms), not an import (~1.5 s): a
+// torch that is found but broken shows up where it is first imported.
+std::string missing();
+
 // What this machine's torch offers, for `collie backends`: "torch 1.13.0a0
 // under /usr/bin/python3: gloo yes, mpi no, nccl no", or why there is none.
 std::string probe();
