@@ -44,6 +44,36 @@ std::string script_hello_mac(const std::string& token, const std::string& nonce_
   return tcp::to_hex(mac);
 }
 
+std::vector<std::byte> encode_binary_answer(const BinaryAnswer& a, const std::vector<std::size_t>& outputs,
+                                            const std::vector<std::span<const std::byte>>& blobs) {
+  constexpr std::size_t kFixed = 24, kPerOutput = 12;
+  const std::size_t header = kFixed + kPerOutput * outputs.size();
+  std::size_t total = 4 + header;
+  for (const auto& b : blobs) total += b.size();
+  std::vector<std::byte> out(total);
+  std::byte* w = out.data();
+  auto put = [&w](const auto& v) {  // little-endian hosts only (as the op protocol)
+    std::memcpy(w, &v, sizeof v);
+    w += sizeof v;
+  };
+  put(static_cast<std::uint32_t>(header) | kBinaryFlag);
+  put(static_cast<std::uint8_t>(a.type));
+  put(std::uint8_t{0});
+  put(static_cast<std::uint16_t>(outputs.size()));
+  put(a.source);
+  put(a.id);
+  put(a.op);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    put(static_cast<std::uint32_t>(outputs[i]));
+    put(static_cast<std::uint64_t>(i < blobs.size() ? blobs[i].size() : 0));
+  }
+  for (const auto& b : blobs) {
+    if (!b.empty()) std::memcpy(w, b.data(), b.size());
+    w += b.size();
+  }
+  return out;
+}
+
 std::string where_text(const json& where) {
   if (!where.is_array() || where.empty() || !where[0].is_array() || where[0].size() < 3) return {};
   const json& f = where[0];
@@ -164,7 +194,11 @@ void Hub::accept_one(int listen_fd) {
 
 void Hub::write_to(Conn& c, const json& head, const std::vector<std::span<const std::byte>>& blobs) {
   if (c.closed) return;
-  const std::vector<std::byte> bytes = remote::encode(head, blobs);
+  write_bytes(c, remote::encode(head, blobs));
+}
+
+void Hub::write_bytes(Conn& c, const std::vector<std::byte>& bytes) {
+  if (c.closed) return;
   std::size_t off = 0;
   while (off < bytes.size()) {
     const ssize_t n = ::send(c.fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
@@ -510,6 +544,14 @@ void Hub::answer(int rank, const json& head, const std::vector<std::span<const s
   if (ci < 0) return;
   answered_at_[static_cast<std::size_t>(rank)] = wall();
   write_to(*conns_[static_cast<std::size_t>(ci)], head, blobs);
+}
+
+void Hub::answer(int rank, const BinaryAnswer& a, const std::vector<std::size_t>& outputs,
+                 const std::vector<std::span<const std::byte>>& blobs) {
+  const int ci = rank_conn_[static_cast<std::size_t>(rank)];
+  if (ci < 0) return;
+  answered_at_[static_cast<std::size_t>(rank)] = wall();
+  write_bytes(*conns_[static_cast<std::size_t>(ci)], encode_binary_answer(a, outputs, blobs));
 }
 
 void Hub::abort(const std::string& why) {

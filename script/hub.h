@@ -26,6 +26,7 @@
 #include "backends/remote/op_protocol.h"
 #include "core/executor.h"
 #include "script/output_merge.h"
+#include "script/script_protocol.h"
 
 namespace collie::script {
 
@@ -78,6 +79,9 @@ class Hub {
   Incoming next(int rank);
   // Answers the request a rank's process waits on.
   void answer(int rank, const nlohmann::json& head, const std::vector<std::span<const std::byte>>& blobs = {});
+  // The same in binary (script_protocol.h): done, issued, pending.
+  void answer(int rank, const BinaryAnswer& a, const std::vector<std::size_t>& outputs = {},
+              const std::vector<std::span<const std::byte>>& blobs = {});
 
   // Gives the run up: every next() returns kAborted with `why` (the first
   // reason is kept).
@@ -112,6 +116,7 @@ class Hub {
   void on_closed(std::size_t c);
   void on_output(std::size_t c, const std::vector<std::byte>& bytes);
   void write_to(Conn& c, const nlohmann::json& head, const std::vector<std::span<const std::byte>>& blobs);
+  void write_bytes(Conn& c, const std::vector<std::byte>& bytes);
   std::string fate_of(Conn& c);
   bool program_gone();
   std::string label(const Conn& c) const;

@@ -6,8 +6,13 @@
 // backend, records them for the oracle and judges the run -- answers.
 // The Python side is script/python/collie_script/.
 //
-// Framing is the op protocol's: [u32 little-endian N][N bytes of a JSON
-// object][blobs], the object's "blobs" listing each attachment's length.
+// Framing. A message is [u32 little-endian L][header][blobs]. Bit 31 of L
+// (kBinaryFlag) says which header follows, of L & ~kBinaryFlag bytes:
+//  - clear: a JSON object (the op protocol's framing), its "blobs" listing
+//    each attachment's length. Every message may be sent this way.
+//  - set: a binary answer (BinaryAnswer below), for the hot answers only --
+//    "done" without a failure, "issued", "pending". Only the controller
+//    sends these; a process reads one as the JSON answer it stands for.
 //
 // Handshake. A process connects to COLLIE_SCRIPT_UNIX (a socket path) when
 // it exists on its host, else to COLLIE_SCRIPT_CONTROLLER (host:port), the
@@ -42,6 +47,15 @@
 //        an exception ends the process's program.
 //   {"t":"exit","code":C|null}   the program ended (code, when known).
 //
+// Binary answers (all little-endian, no padding):
+//   u8 type (1 done, 2 issued, 3 pending), u8 0, u16 n_outputs,
+//   i32 source (-1: none), u64 id, u64 op,
+//   then n_outputs x (u32 buffer index k, u64 blob bytes),
+// then the n_outputs blobs. It means the JSON answer
+//   {"t":TYPE,"id":id,"op":op,"outputs":[k..],"source":source (when >= 0)}.
+// The controller answers in binary only a request whose "id" is a
+// non-negative integer.
+//
 // Virtual time. Every request of a rank blocks the rank in collie; while a
 // rank computes (between an answer and its next request) it holds the
 // clock: the controller reads its next request before anything else of
@@ -50,7 +64,11 @@
 // arrives between two answers is stamped with the time of the first.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace collie::script {
 
@@ -61,6 +79,23 @@ inline constexpr const char* kStreamEnv = "COLLIE_SCRIPT_STREAM";
 // A Unix socket of the same controller: processes on its host connect
 // there instead (the kernel's loopback TCP is a third of an op's cost).
 inline constexpr const char* kUnixEnv = "COLLIE_SCRIPT_UNIX";
+
+// The framing's flag in the length word: the header is a BinaryAnswer.
+inline constexpr std::uint32_t kBinaryFlag = 0x80000000u;
+
+// A binary answer's fixed part (see above); `outputs` the written buffers.
+struct BinaryAnswer {
+  enum class Type : std::uint8_t { kDone = 1, kIssued = 2, kPending = 3 };
+  Type type = Type::kDone;
+  std::int32_t source = -1;
+  std::uint64_t id = 0;
+  std::uint64_t op = 0;
+};
+
+// The whole message: length word, header, then the blobs (one per output,
+// `outputs[i]` naming blob i's buffer).
+std::vector<std::byte> encode_binary_answer(const BinaryAnswer& a, const std::vector<std::size_t>& outputs,
+                                            const std::vector<std::span<const std::byte>>& blobs);
 
 // The hello's proof of the run's token for process `pid`.
 std::string script_hello_mac(const std::string& token, const std::string& nonce_hex, long pid);

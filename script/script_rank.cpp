@@ -58,6 +58,25 @@ std::string error_kind_of(const std::exception_ptr& e, std::string* text) {
   }
 }
 
+// A request id a binary answer can echo (script_protocol.h): a
+// non-negative integer.
+std::optional<std::uint64_t> binary_id(const json& id) {
+  if (id.is_number_unsigned() || (id.is_number_integer() && id.get<std::int64_t>() >= 0)) return id.get<std::uint64_t>();
+  return std::nullopt;
+}
+
+// Answers `type` for op `op` (no outputs): in binary when the id allows it.
+void answer_plain(Hub& hub, int rank, BinaryAnswer::Type type, const json& id, std::uint64_t op) {
+  if (const auto bid = binary_id(id)) {
+    hub.answer(rank, BinaryAnswer{type, -1, *bid, op});
+    return;
+  }
+  const char* t = type == BinaryAnswer::Type::kDone ? "done" : type == BinaryAnswer::Type::kIssued ? "issued" : "pending";
+  json head{{"t", t}, {"id", id}, {"op", op}};
+  if (type == BinaryAnswer::Type::kDone) head["outputs"] = json::array();
+  hub.answer(rank, head);
+}
+
 }  // namespace
 
 std::string call_text(const DistCall& c, int rank) {
@@ -180,7 +199,7 @@ Task<void> ScriptRank::handle(const remote::Message& m) {
       co_await settle(op, id);
     } else {
       // Already answered (a second wait, or a blocking op's): nothing to do.
-      ctx_.hub->answer(rank_, json{{"t", "done"}, {"id", id}, {"op", op}, {"outputs", json::array()}});
+      answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);
     }
   } else if (t == "test") {
     co_await on_test(m);
@@ -253,7 +272,7 @@ Task<void> ScriptRank::on_op(const remote::Message& m) {
   const bool async = c.async;
   pending_[op] = std::move(p);
   if (async) {
-    ctx_.hub->answer(rank_, json{{"t", "issued"}, {"id", id}, {"op", op}});
+    answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kIssued, id, op);
     co_return;
   }
   view_.in_call_where = view_.last_call_where;
@@ -288,13 +307,16 @@ void ScriptRank::answer_outcome(std::uint64_t op, Pending& p, const json& reques
     return;
   }
   if (p.recorded) p.recorded(p.work);
-  json outputs = json::array();
   std::vector<std::span<const std::byte>> blobs;
   for (std::size_t k : p.writes) {
-    outputs.push_back(k);
     const Tensor& t = p.call.tensors[k];
     blobs.emplace_back(static_cast<const std::byte*>(t.data()), t.bytes());
   }
+  if (const auto bid = binary_id(request_id)) {
+    ctx_.hub->answer(rank_, BinaryAnswer{BinaryAnswer::Type::kDone, p.work.source_rank(), *bid, op}, p.writes, blobs);
+    return;
+  }
+  json outputs(p.writes);
   json head{{"t", "done"}, {"id", request_id}, {"op", op}, {"outputs", std::move(outputs)}};
   if (p.work.source_rank() >= 0) head["source"] = p.work.source_rank();
   ctx_.hub->answer(rank_, head, blobs);
@@ -305,7 +327,7 @@ Task<void> ScriptRank::on_test(const remote::Message& m) {
   const auto op = m.head.value("op", std::uint64_t{0});
   auto it = pending_.find(op);
   if (it == pending_.end()) {
-    ctx_.hub->answer(rank_, json{{"t", "done"}, {"id", id}, {"op", op}, {"outputs", json::array()}});
+    answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);
     co_return;
   }
   Pending& p = *it->second;
@@ -325,7 +347,7 @@ Task<void> ScriptRank::on_test(const remote::Message& m) {
     co_await settle(op, id);  // completed: answers at once
     co_return;
   }
-  ctx_.hub->answer(rank_, json{{"t", "pending"}, {"id", id}, {"op", op}});
+  answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kPending, id, op);
 }
 
 Task<void> ScriptRank::finish() {

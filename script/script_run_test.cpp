@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "scenario/loader.h"
 #include "scenario/runner.h"
+#include "script/script_protocol.h"
 
 namespace collie::script {
 namespace {
@@ -449,6 +451,35 @@ TEST(ScriptRun, AStallFaultOnTcpNamesTheFaultAndEachRanksLine) {
   expect_failed_in_bf16_sum(r, joined(r.run.fault_report),
                             "fault stall:rank=1,op=1,ms=3000: rank 1's process was stopped (SIGSTOP) before its op #1", 0,
                             "--fault stall:rank=1,op=1,ms=3000");
+}
+
+// The layout script_protocol.h promises the Python side (_link.py reads it
+// with struct "<BBHiQQ" and "<IQ").
+TEST(ScriptRun, ABinaryAnswerIsTheFlaggedLengthThenTheDocumentedLayoutThenTheBlobs) {
+  const std::string a = "abcdefgh", b = "xyz";
+  const std::vector<std::span<const std::byte>> blobs{std::as_bytes(std::span(a)), std::as_bytes(std::span(b))};
+  const std::vector<std::byte> m =
+      encode_binary_answer(BinaryAnswer{BinaryAnswer::Type::kDone, 1, 7, 3}, {0, 2}, blobs);
+  auto at = [&m](std::size_t off, auto v) {
+    std::memcpy(&v, m.data() + off, sizeof v);
+    return v;
+  };
+  const std::uint32_t header = 24 + 2 * 12;
+  ASSERT_EQ(m.size(), 4 + header + a.size() + b.size());
+  EXPECT_EQ(at(0, std::uint32_t{}), header | kBinaryFlag);
+  EXPECT_EQ(at(4, std::uint8_t{}), 1);  // done
+  EXPECT_EQ(at(6, std::uint16_t{}), 2);
+  EXPECT_EQ(at(8, std::int32_t{}), 1);
+  EXPECT_EQ(at(12, std::uint64_t{}), 7u);
+  EXPECT_EQ(at(20, std::uint64_t{}), 3u);
+  EXPECT_EQ(at(28, std::uint32_t{}), 0u);
+  EXPECT_EQ(at(32, std::uint64_t{}), a.size());
+  EXPECT_EQ(at(40, std::uint32_t{}), 2u);
+  EXPECT_EQ(at(44, std::uint64_t{}), b.size());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.data()) + 4 + header, a.size() + b.size()), a + b);
+  const std::vector<std::byte> pending = encode_binary_answer(BinaryAnswer{BinaryAnswer::Type::kPending, -1, 9, 4}, {}, {});
+  ASSERT_EQ(pending.size(), 4u + 24u);
+  EXPECT_EQ(static_cast<std::uint8_t>(pending[4]), 3);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 """The connection of one process to the collie controller (script/script_protocol.h).
 
-Framing is the op protocol's: [u32 little-endian N][N bytes of JSON][blobs],
-the JSON's "blobs" listing each binary attachment's length. The controller
+Framing: [u32 little-endian L][header][blobs]. With bit 31 of L clear the
+header is L bytes of JSON, its "blobs" listing each binary attachment's
+length; with it set the controller sent a binary answer (done, issued or
+pending; script_protocol.h says the layout), read here as the JSON answer it
+stands for. The controller
 only ever answers requests, so exactly one thread -- the one holding
 `rpc_lock` -- reads; writes (requests, and output from the capture thread)
 go through `send_lock`, so that a message is never interleaved with
@@ -22,6 +25,12 @@ import threading
 _encode = json.JSONEncoder(ensure_ascii=True, check_circular=False, separators=(",", ":")).encode
 _decode = json.JSONDecoder().decode
 _LENGTH = struct.Struct("<I")
+_BINARY_FLAG = 0x80000000
+# A binary answer: type, 0, n_outputs, source, id, op; then per output
+# (buffer index, blob bytes).
+_ANSWER = struct.Struct("<BBHiQQ")
+_OUTPUT = struct.Struct("<IQ")
+_ANSWER_TYPES = (None, "done", "issued", "pending")
 
 
 class ControllerGone(RuntimeError):
@@ -68,10 +77,30 @@ class Link:
 
     def _read_message(self):
         (n,) = _LENGTH.unpack(self._read(4))
+        if n & _BINARY_FLAG:
+            return self._read_binary(self._read(n & ~_BINARY_FLAG))
         head = _decode(self._read(n).decode("utf-8"))
         sizes = head.get("blobs")
         blobs = [self._read(size) for size in sizes] if sizes else []
         return head, blobs
+
+    def _read_binary(self, header):
+        kind, _, n_outputs, source, my_id, op = _ANSWER.unpack_from(header)
+        if kind >= len(_ANSWER_TYPES) or kind == 0 or len(header) != _ANSWER.size + n_outputs * _OUTPUT.size:
+            raise ControllerGone("the collie controller sent a malformed binary answer")
+        head = {"t": _ANSWER_TYPES[kind], "id": my_id, "op": op}
+        if kind == 1:
+            outputs, blobs, at = [], [], _ANSWER.size
+            for _ in range(n_outputs):
+                k, size = _OUTPUT.unpack_from(header, at)
+                at += _OUTPUT.size
+                outputs.append(k)
+                blobs.append(self._read(size))
+            head["outputs"] = outputs
+            if source >= 0:
+                head["source"] = source
+            return head, blobs
+        return head, []
 
     def send(self, head, blobs=(), locked=False):
         """Sends one message (one send call); `locked`: the caller holds
