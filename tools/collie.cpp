@@ -95,15 +95,9 @@ nlohmann::json to_json(const ScenarioResult& r) {
   nlohmann::json j;
   j["file"] = r.file;
   j["name"] = r.name;
-  j["passed"] = r.passed;
   j["skipped"] = r.skipped;
   if (r.skipped) j["skip_reason"] = r.skip_reason;
-  j["notes"] = r.notes;
   if (!r.fault_report.empty()) j["fault_report"] = r.fault_report;
-  j["implementation"] = r.implementation;
-  j["outcome"] = r.outcome;
-  j["detail"] = r.detail;
-  j["failures"] = r.failures;
   collie::tools::add_run_fields(j, r);
   if (r.simulated) {
     j["events_per_second"] = static_cast<double>(r.events) / std::max(r.wall_seconds, 1e-9);

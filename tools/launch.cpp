@@ -12,8 +12,8 @@
 #include "backends/remote/child_processes.h"
 #include <csignal>
 #include "backends/tcp/auth.h"
+#include "core/whole_number.h"
 #include <chrono>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -57,12 +57,9 @@ struct Task {
 
 std::optional<int> env_int(const char* name) {
   const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || errno || x < 0 || x > (1 << 24)) return std::nullopt;
-  return static_cast<int>(x);
+  if (!v) return std::nullopt;
+  const auto x = whole_number(v, 0, 1 << 24);
+  return x ? std::optional<int>(static_cast<int>(*x)) : std::nullopt;
 }
 
 std::optional<Task> outer_task(std::string* why) {

@@ -11,9 +11,15 @@ namespace collie::tools {
 
 using scenario::hex;
 
-// The fields every run reports: where it ran, how to replay it, and on the
-// simulator its virtual time, trace hash and events.
+// The fields every run reports: its verdict, where it ran, how to replay it,
+// and on the simulator its virtual time, trace hash and events.
 inline void add_run_fields(nlohmann::json& j, const scenario::ScenarioResult& r) {
+  j["passed"] = r.passed;
+  j["outcome"] = r.outcome;
+  j["detail"] = r.detail;
+  j["failures"] = r.failures;
+  j["notes"] = r.notes;
+  j["implementation"] = r.implementation;
   j["backend"] = r.backend;
   j["seed"] = r.seed;
   j["world"] = r.world;

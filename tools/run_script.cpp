@@ -41,13 +41,7 @@ nlohmann::json to_json(const script::ScriptResult& result) {
   const scenario::ScenarioResult& r = result.run;
   nlohmann::json j;
   j["command"] = r.file;
-  j["passed"] = r.passed;
-  j["outcome"] = r.outcome;
-  j["detail"] = r.detail;
-  j["failures"] = r.failures;
-  j["notes"] = r.notes;
   j["program"] = result.program;
-  j["implementation"] = r.implementation;
   add_run_fields(j, r);
   if (!result.record_path.empty()) j["recorded"] = result.record_path;
   add_output(j, r);

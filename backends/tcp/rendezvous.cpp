@@ -16,6 +16,7 @@
 #include "backends/tcp/rendezvous_wire.h"
 #include "core/text.h"
 #include "core/error.h"
+#include "core/whole_number.h"
 
 namespace collie::tcp {
 
@@ -31,20 +32,11 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
-// A whole decimal number in [lo, hi], nothing else: "2x", "", " 3" and
-// "99999999999" are refused (std::atoi took "2x" for 2 and "abc" for 0).
-std::optional<long long> strict_int(std::string_view text, long long lo, long long hi) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
-  return v;
-}
-
 int env_int(std::initializer_list<const char*> names, const char** used) {
   for (const char* n : names) {
     if (const char* v = env(n)) {
       *used = n;
-      if (const auto x = strict_int(v, 0, 1 << 30)) return static_cast<int>(*x);
+      if (const auto x = whole_number(v, 0, 1 << 30)) return static_cast<int>(*x);
       usage(std::string(n) + "='" + v + "' is not a whole number >= 0");
     }
   }
@@ -52,7 +44,7 @@ int env_int(std::initializer_list<const char*> names, const char** used) {
 }
 
 int port_number(const char* what, const std::string& text) {
-  if (const auto p = strict_int(text, 1, 65535)) return static_cast<int>(*p);
+  if (const auto p = whole_number(text, 1, 65535)) return static_cast<int>(*p);
   usage(std::string(what) + " is '" + text + "', not a TCP port (1..65535)");
 }
 
