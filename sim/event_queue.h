@@ -66,6 +66,13 @@ class EventQueue {
   const Event& top();
   // Removes and returns the first event. Requires !empty().
   Event pop();
+  // The i-th event still to run of the current time's sorted batch (0: its
+  // next), or null past the batch. A hint for prefetching only: events
+  // pushed at the current time while it runs (the small heap) may run
+  // before it.
+  const Event* upcoming(std::size_t i) const {
+    return i < sorted_.size() ? &sorted_[sorted_.size() - 1 - i] : nullptr;
+  }
   // Removes every event and returns them in no particular order (for the
   // explorer, which picks among them by its own rules and pushes the rest
   // back).

@@ -82,5 +82,21 @@ TEST(EventQueue, EventsOfOneTimeRunByTiebreakEvenWhenPushedWhileThatTimeRuns) {
   EXPECT_TRUE(q.empty());
 }
 
+TEST(EventQueue, UpcomingNamesTheNextPopsOfTheCurrentTimeBatch) {
+  EventQueue q;
+  const std::uint64_t tiebreaks[] = {9, 3, 7, 1, 8, 2};
+  std::uint64_t order = 0;
+  for (std::uint64_t t : tiebreaks) q.push(Event{10, t, order++});
+  q.push(Event{20, 0, order++});
+  EXPECT_EQ(q.upcoming(0), nullptr);  // nothing sorted before the first refill
+  EXPECT_EQ(q.pop().tiebreak, 1u);    // time 10 becomes the current batch
+  std::vector<std::uint64_t> ahead;
+  for (std::size_t i = 0; q.upcoming(i); ++i) ahead.push_back(q.upcoming(i)->order);
+  ASSERT_EQ(ahead.size(), 5u);  // the rest of time 10, not time 20's event
+  for (std::uint64_t o : ahead) EXPECT_EQ(q.pop().order, o);
+  EXPECT_EQ(q.upcoming(0), nullptr);
+  EXPECT_EQ(q.pop().time, 20);
+}
+
 }  // namespace
 }  // namespace collie::sim

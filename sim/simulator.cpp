@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "sim/rounding.h"
 #include "sim/streaming_copy.h"
 
 namespace collie::sim {
@@ -14,7 +15,7 @@ namespace {
 
 Nanos bytes_to_ns(std::uint64_t bytes, double GBps) {
   if (GBps <= 0) return 0;
-  return static_cast<Nanos>(std::llround(static_cast<double>(bytes) / GBps));
+  return static_cast<Nanos>(round_half_away(static_cast<double>(bytes) / GBps));
 }
 }  // namespace
 
@@ -79,6 +80,7 @@ class alignas(64) Simulator::Endpoint final : public Transport {
 
 Simulator::Endpoint& Simulator::ep(int rank) {
   static_assert(sizeof(Endpoint) == 64, "a rank's endpoint and state fill one cache line");
+  static_assert(sizeof(InFlight) == 128, "a frame in flight fills two cache lines");
   return endpoints_[static_cast<std::size_t>(rank)];
 }
 const Simulator::Endpoint& Simulator::ep(int rank) const { return endpoints_[static_cast<std::size_t>(rank)]; }
@@ -90,6 +92,12 @@ Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, Fau
   endpoints_.reserve(n);
   for (int r = 0; r < world_size; ++r) endpoints_.emplace_back(*this, r);
   if (huge_pages_) HeapHugePages::advise(endpoints_.data(), n * sizeof(Endpoint));
+  // A collective has about one frame per rank in flight at its peak: room
+  // for that from the start, so the store does not double (and copy) while
+  // the run grows.
+  frames_in_flight_.reserve(n);
+  free_frames_.reserve(n);
+  if (huge_pages_) HeapHugePages::advise(frames_in_flight_.data(), n * sizeof(InFlight));
   const int per_node = model_.ranks_per_node > 0 ? std::min(model_.ranks_per_node, world_size) : world_size;
   oversubscribed_ = model_.cpu_bound && model_.cores_per_node > 0 && per_node > model_.cores_per_node;
   // Time slicing slows every rank of an oversubscribed node's CPU work, as a
@@ -113,7 +121,7 @@ Simulator::Simulator(int world_size, std::uint64_t seed, NetworkModel model, Fau
 Nanos Simulator::local_time(int r, Nanos t) const {
   const Endpoint& e = ep(r);
   if (!e.skewed) return t;
-  return static_cast<Nanos>(std::llround(e.skew().offset_ns + e.skew().rate * static_cast<double>(t)));
+  return static_cast<Nanos>(round_half_away(e.skew().offset_ns + e.skew().rate * static_cast<double>(t)));
 }
 
 Nanos Simulator::rank_clock(int r) const { return ep(r).clock; }
@@ -237,10 +245,10 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   }
   Nanos start = explorer_ ? now_ : std::max(now_, sender.nic_free);
   const double bytes_ns = explorer_ ? 0.0 : static_cast<double>(bytes_to_ns(h.bytes, bandwidth));
-  Nanos inject = static_cast<Nanos>(std::llround(bytes_ns * sender.slow));
+  Nanos inject = static_cast<Nanos>(round_half_away(bytes_ns * sender.slow));
   if (explorer_) alpha = 0;
   if (model_.jitter_fraction > 0 && !explorer_) alpha *= 1.0 + model_.jitter_fraction * prng_.uniform();
-  const Nanos alpha_ns = static_cast<Nanos>(std::llround(alpha));
+  const Nanos alpha_ns = static_cast<Nanos>(round_half_away(alpha));
   Nanos arrival = start + inject + alpha_ns;
   if (model_.cpu_bound && !explorer_) {
     Endpoint& receiver = ep(h.dst);
@@ -251,12 +259,12 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     // Each end's CPU cost, the overhead included, scales with its rank's
     // slowness (a slow-rank fault, time slicing).
     const double cost_ns = (control ? 0.0 : per_message_us * 1000.0) + bytes_ns;
-    const Nanos o = control ? 0 : static_cast<Nanos>(std::llround(per_message_us * 1000.0 * sender.slow));
-    const Nanos dur = static_cast<Nanos>(std::llround(cost_ns * sender.slow));
+    const Nanos o = control ? 0 : static_cast<Nanos>(round_half_away(per_message_us * 1000.0 * sender.slow));
+    const Nanos dur = static_cast<Nanos>(round_half_away(cost_ns * sender.slow));
     start = claim_core(src, std::max(now_, sender.cpu_free), dur);
     sender.cpu_free = start + dur;
     inject = dur;
-    const Nanos rx_dur = static_cast<Nanos>(std::llround(cost_ns * receiver.slow));
+    const Nanos rx_dur = static_cast<Nanos>(round_half_away(cost_ns * receiver.slow));
     const Nanos rx_start = claim_core(h.dst, std::max(start + o + alpha_ns, receiver.cpu_free), rx_dur);
     arrival = std::max(rx_start + rx_dur, start + dur + alpha_ns);
     receiver.cpu_free = arrival;
@@ -283,11 +291,11 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
         if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
         return;
       case MessageFault::Kind::kDelay:
-        arrival += static_cast<Nanos>(std::llround(sample_delay_ns(f)));
+        arrival += static_cast<Nanos>(round_half_away(sample_delay_ns(f)));
         record(FaultRecord::Kind::kDelay, src, h.dst, h, fault_names_[i]);
         break;
       case MessageFault::Kind::kReorder:
-        arrival += static_cast<Nanos>(std::llround(sample_delay_ns(f)));
+        arrival += static_cast<Nanos>(round_half_away(sample_delay_ns(f)));
         record(FaultRecord::Kind::kReorder, src, h.dst, h, fault_names_[i]);
         break;
       case MessageFault::Kind::kDuplicate:
@@ -311,23 +319,20 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   const std::uint32_t slot = alloc_frame();
   InFlight& f = frames_in_flight_[slot];
   f.header = h;
-  f.cookie = cookie;
-  f.borrowed = nullptr;
-  f.copy.clear();
-  f.message_id = next_message_id_++;
-  f.sent_at = start;
   // Payloads up to the eager threshold are buffered when posted (the eager
   // buffer of a real transport) and the send completes at injection; larger
   // ones are read from the sender's buffer at delivery, and the send completes
   // then, so the simulator holds no copy of them.
   if (timing_only_ && (h.kind == FrameKind::kEager || h.kind == FrameKind::kData)) payload = {};
   if (h.bytes <= model_.eager_threshold_bytes) {
-    f.copy.assign(payload.begin(), payload.end());
-    f.complete_on_delivery = false;
+    f.borrowed = nullptr;
+    f.cookie = nullptr;
+    keep(slot, payload, start);
     if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
   } else {
     f.borrowed = payload.data();
-    f.complete_on_delivery = true;
+    f.cookie = cookie;
+    keep(slot, {}, start);
   }
   push(arrival, EventKind::kDeliver, h.dst, nullptr, slot);
   if (duplicate) {
@@ -337,11 +342,20 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     d.header = h;
     d.cookie = nullptr;
     d.borrowed = nullptr;
-    d.copy.assign(payload.begin(), payload.end());
-    d.complete_on_delivery = false;
-    d.message_id = next_message_id_++;
-    d.sent_at = start;
-    push(arrival + static_cast<Nanos>(std::llround(alpha)) + 1, EventKind::kDeliver, h.dst, nullptr, dup);
+    keep(dup, payload, start);
+    push(arrival + static_cast<Nanos>(round_half_away(alpha)) + 1, EventKind::kDeliver, h.dst, nullptr, dup);
+  }
+}
+
+void Simulator::keep(std::uint32_t slot, std::span<const std::byte> copy, Nanos sent_at) {
+  const std::uint64_t message_id = next_message_id_++;
+  if (!copy.empty() || slot < copies_.size()) {
+    if (copies_.size() <= slot) copies_.resize(frames_in_flight_.size());
+    copies_[slot].assign(copy.begin(), copy.end());
+  }
+  if (trace_) {
+    if (flows_.size() <= slot) flows_.resize(frames_in_flight_.size());
+    flows_[slot] = Flow{message_id, sent_at};
   }
 }
 
@@ -392,7 +406,7 @@ void Simulator::schedule_after_compute(int rank, std::uint64_t bytes, std::corou
   const double gamma = e.out_of_cache && model_.memory_reduce_GBps > 0
                            ? model_.memory_reduce_GBps
                            : model_.reduce_GBps;
-  const Nanos dur = static_cast<Nanos>(std::llround(static_cast<double>(bytes_to_ns(bytes, gamma)) *
+  const Nanos dur = static_cast<Nanos>(round_half_away(static_cast<double>(bytes_to_ns(bytes, gamma)) *
                                                     e.slow));
   cpu = claim_core(rank, std::max(now_, cpu), dur) + dur;
   push(cpu, EventKind::kResume, rank, h.address());
@@ -413,11 +427,31 @@ void Simulator::prefetch(const Event& e) const {
       const auto* f = reinterpret_cast<const char*>(&frames_in_flight_[e.frame()]);
       __builtin_prefetch(f);
       __builtin_prefetch(f + 64);
-      __builtin_prefetch(f + 128);
       break;
     }
     case EventKind::kResume: __builtin_prefetch(e.ptr()); break;
     default: break;
+  }
+}
+
+namespace {
+// How far ahead in the current time's batch prefetch_ahead() reaches: at
+// kFarEvents an event's own lines (its rank's Endpoint, its frame or its
+// coroutine), at kNearEvents the lines found through them (the frame sink the
+// Endpoint points to), by then cached.
+constexpr std::size_t kFarEvents = 6;
+constexpr std::size_t kNearEvents = 3;
+constexpr int kSinkLines = 2;
+}  // namespace
+
+void Simulator::prefetch_ahead() {
+  if (const Event* f = queue_.upcoming(kFarEvents)) prefetch(*f);
+  if (const Event* n = queue_.upcoming(kNearEvents)) {
+    const auto kind = static_cast<EventKind>(n->kind);
+    if (kind == EventKind::kDeliver || kind == EventKind::kSendComplete) {
+      const auto* sink = reinterpret_cast<const char*>(endpoints_[static_cast<std::size_t>(n->rank)].sink);
+      for (int i = 0; i < kSinkLines; ++i) __builtin_prefetch(sink + 64 * i);
+    }
   }
 }
 
@@ -453,14 +487,17 @@ void Simulator::process(const Event& e) {
       return;
     case EventKind::kDeliver: {
       // Move the frame out first: the sink may post sends that reuse slots.
-      InFlight f = std::move(frames_in_flight_[e.frame()]);
-      free_frames_.push_back(e.frame());
+      const std::uint32_t slot = e.frame();
+      const InFlight f = frames_in_flight_[slot];
+      std::vector<std::byte> copy;
+      if (!f.borrowed && slot < copies_.size()) copy = std::move(copies_[slot]);
+      free_frames_.push_back(slot);
       const FrameHeader& h = f.header;
       if (at.crashed) {
         record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
         return;
       }
-      if (f.complete_on_delivery && f.cookie) {
+      if (f.cookie) {
         // The sender's endpoint and frame sink are needed after on_frame():
         // ask for them now, so their misses overlap the receiver's work.
         const Endpoint& sender = ep(h.src);
@@ -469,7 +506,8 @@ void Simulator::process(const Event& e) {
       if (trace_) {
         std::string label = h.fp.op != CollectiveKind::kNone ? collective_name(h.fp.op) : std::string("p2p");
         label += " tag " + std::to_string(h.tag) + " (" + std::to_string(h.bytes) + " B)";
-        trace_->message(f.message_id, h.src, h.dst, f.sent_at, now_, label);
+        if (slot < flows_.size() && flows_[slot].message_id != 0)
+          trace_->message(flows_[slot].message_id, h.src, h.dst, flows_[slot].sent_at, now_, label);
       }
       ++frames_;
       at.out_of_cache = out_of_cache(h);
@@ -482,9 +520,9 @@ void Simulator::process(const Event& e) {
       mix(h.channel_seq ^ (h.rendezvous_id << 20) ^ (h.fp.seq << 40));
       mix(h.bytes);
       std::span<const std::byte> payload = f.borrowed ? std::span<const std::byte>(f.borrowed, h.bytes)
-                                                      : std::span<const std::byte>(f.copy);
+                                                      : std::span<const std::byte>(copy);
       ep(h.dst).sink->on_frame(h, payload);
-      if (f.complete_on_delivery && f.cookie) {
+      if (f.cookie) {
         Endpoint& sender = ep(h.src);
         sender.clock = std::max(sender.clock, now_);
         sender.sink->on_send_complete(f.cookie);
@@ -572,6 +610,7 @@ bool Simulator::run_until(const std::function<bool()>& done, std::optional<Nanos
     } else {
       e = queue_.pop();
       if (!queue_.empty()) prefetch(queue_.top());
+      prefetch_ahead();
     }
     now_ = e.time;
     process(e);

@@ -65,7 +65,8 @@ class Simulator final : public OpObserver {
   // Rank r's clock (skewed if a ClockSkew says so) at global time t.
   Nanos local_time(int r, Nanos t) const;
 
-  // Records a trace of the run from now on (ops, steps, messages, faults).
+  // Records a trace of the run from now on (ops, steps, faults, and the
+  // messages posted from now on).
   void enable_trace();
 
   // Hands the run's scheduling choices to `e` (see explorer.h): time
@@ -101,13 +102,16 @@ class Simulator final : public OpObserver {
   // (kSendComplete); its frame(): the slot in frames_in_flight_ (kDeliver)
   // or the crashed rank (kPeerLost). push() takes one or the other.
   enum class EventKind : std::uint8_t { kResume, kDeliver, kSendComplete, kCrash, kPeerLost };
-  struct InFlight {
+  // A frame between its post and its delivery: two cache lines, the most a
+  // delivery reads of it. Its eager payload's copy, in materialised runs,
+  // sits in copies_[slot]; its trace record, in traced runs, in flows_[slot].
+  struct alignas(64) InFlight {
     FrameHeader header;
-    std::vector<std::byte> copy;        // small payloads are copied at post time
-    const std::byte* borrowed = nullptr;  // large ones are read at delivery
-    void* cookie = nullptr;
-    bool complete_on_delivery = false;
-    std::uint64_t message_id = 0;  // for trace flow arrows
+    const std::byte* borrowed = nullptr;  // a large payload, read at delivery; null: copies_[slot] (or none)
+    void* cookie = nullptr;               // the send that completes at delivery (large payloads), or null
+  };
+  struct Flow {
+    std::uint64_t message_id = 0;  // for trace flow arrows; 0: posted before the trace began
     Nanos sent_at = 0;
   };
 
@@ -122,6 +126,9 @@ class Simulator final : public OpObserver {
   void schedule_after_compute(int rank, std::uint64_t bytes, std::coroutine_handle<> h);
   void process(const Event& e);
   void prefetch(const Event& e) const;
+  // Staged prefetch over the current time's sorted batch (a hint only: it
+  // reads the Endpoints it names and changes nothing).
+  void prefetch_ahead();
   void mix(std::uint64_t v);
 
   const int world_size_;
@@ -140,8 +147,12 @@ class Simulator final : public OpObserver {
   // cpu_bound: the earliest start at or after `t` of a `dur`-long job on
   // rank r's node (taking the core that frees first).
   Nanos claim_core(int rank, Nanos t, Nanos dur);
-  std::vector<InFlight> frames_in_flight_;
-  std::vector<std::uint32_t> free_frames_;
+  std::vector<InFlight> frames_in_flight_;  // reserved for one frame per rank
+  std::vector<std::uint32_t> free_frames_;  // reused last freed first (its lines are the warmest)
+  std::vector<std::vector<std::byte>> copies_;  // by slot: eager payloads (materialised runs)
+  std::vector<Flow> flows_;                     // by slot: traced runs
+  // Fills slot's payload copy and trace record (each only where needed).
+  void keep(std::uint32_t slot, std::span<const std::byte> copy, Nanos sent_at);
   std::uint64_t hash_ = 1469598103934665603ull;
   std::uint64_t events_ = 0, frames_ = 0, bytes_ = 0;
   bool running_ = false;
