@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <vector>
+
 #include "core/communicator.h"
 #include "sim/sim_world.h"
 #include "sim/testing.h"
@@ -30,6 +33,47 @@ SimResult one_message(int src, int dst, int world, std::size_t floats, NetworkMo
     if (c.rank() == src) co_await c.send(t, dst);
     if (c.rank() == dst) co_await c.recv(t, src);
   });
+}
+
+// A frame's payload copy and its trace record live beside the frame's slot
+// (Simulator::InFlight keeps only the header and the large payload's
+// address): both must follow the slot, for eager and rendezvous messages.
+TEST(FramesInFlight, PayloadsArriveAndEveryDeliveredFrameHasATraceArrow) {
+  NetworkModel m = exact_model();
+  m.eager_threshold_bytes = 256;  // 64 floats eager, 1000 floats rendezvous (RTS, CTS, data)
+  SimOptions o;
+  o.network = m;
+  o.trace = true;
+  SimWorld w(4, o);
+  std::vector<float> got;
+  const SimResult res = w.run([&](Communicator& c) -> Task<void> {
+    for (std::size_t floats : {std::size_t{64}, std::size_t{1000}}) {
+      Tensor t(DType::kFloat32, {static_cast<std::int64_t>(floats)});
+      if (c.rank() == 0) {
+        for (std::size_t i = 0; i < floats; ++i) t.as<float>()[i] = static_cast<float>(i) + 0.5f;
+        co_await c.send(t, 2);
+      }
+      if (c.rank() == 2) {
+        co_await c.recv(t, 0);
+        got.insert(got.end(), t.as<float>(), t.as<float>() + floats);
+      }
+    }
+  });
+  ASSERT_EQ(got.size(), 1064u);
+  for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(got[i], static_cast<float>(i) + 0.5f) << i;
+  for (std::size_t i = 0; i < 1000; ++i) EXPECT_EQ(got[64 + i], static_cast<float>(i) + 0.5f) << i;
+  std::ostringstream json;
+  w.simulator().trace()->write_chrome_json(json, w.simulator().now());
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = json.str().find(what); at != std::string::npos; at = json.str().find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(w.simulator().frames_delivered(), 4u);  // eager; RTS, CTS, data
+  EXPECT_EQ(count("\"ph\":\"s\""), 4u) << json.str();
+  EXPECT_EQ(count("\"ph\":\"f\""), 4u) << json.str();
+  for (int id = 1; id <= 4; ++id) EXPECT_EQ(count("\"id\":" + std::to_string(id) + ","), 2u) << id;
+  (void)res;
 }
 
 TEST(CostModel, OneMessageCostsAlphaPlusBytesTimesBeta) {
