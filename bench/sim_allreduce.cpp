@@ -61,7 +61,13 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>((static_cast<std::size_t>(r) + i) & 7);
   }
   auto res = world.run([&](collie::Communicator& c) -> collie::Task<void> {
-    for (int it = 0; it < iters; ++it) co_await c.all_reduce(data[static_cast<std::size_t>(c.rank())]);
+    // The Work is named: awaited as a temporary, the call's other
+    // temporaries (its default Group and options, the TensorView) would
+    // stay in every rank's frame while it waits.
+    for (int it = 0; it < iters; ++it) {
+      collie::Work w = c.all_reduce(data[static_cast<std::size_t>(c.rank())]);
+      co_await w;
+    }
   });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage ru{};

@@ -137,32 +137,33 @@ void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_
                         : g.timeout_ns > 0   ? g.timeout_ns
                                              : opts_->default_timeout_ns;
   if (timeout <= 0) return;
+  if (!timeouts_) timeouts_ = std::make_unique<Timeouts>();
   DeadlineLane* lane = nullptr;
-  for (auto& l : deadline_lanes_)
+  for (auto& l : timeouts_->lanes)
     if (l.timeout == timeout) lane = &l;
-  if (!lane) lane = &deadline_lanes_.emplace_back(DeadlineLane{timeout, {}});
+  if (!lane) lane = &timeouts_->lanes.emplace_back(DeadlineLane{timeout, {}});
   Nanos when = t_.now() + timeout;
   if (!lane->entries.empty()) when = std::max(when, lane->entries.back().when);  // keeps the lane sorted
   lane->entries.push_back(Deadline{when, w, info, collective, g.coll_context});
-  if (++deadlines_ > 2 * deadlines_after_sweep_ + 64) {
-    deadlines_ = 0;
-    for (auto& l : deadline_lanes_) {
+  if (++timeouts_->count > 2 * timeouts_->after_sweep + 64) {
+    timeouts_->count = 0;
+    for (auto& l : timeouts_->lanes) {
       std::erase_if(l.entries, [](const Deadline& d) {
         auto live = d.work.lock();
         return !live || live->completed;
       });
-      deadlines_ += l.entries.size();
+      timeouts_->count += l.entries.size();
     }
-    deadlines_after_sweep_ = deadlines_;
+    timeouts_->after_sweep = timeouts_->count;
   }
   arm(when);
 }
 
 Spawned watchdog(Communicator& c, Nanos when) {
-  ++c.timers_pending_;
+  ++c.timeouts_->timers_pending;
   co_await WakeAt{&c.t_, when};
-  --c.timers_pending_;
-  if (c.armed_ == when) c.armed_.reset();
+  --c.timeouts_->timers_pending;
+  if (c.timeouts_->armed == when) c.timeouts_->armed.reset();
   if (const Nanos now = c.t_.now(); now < when) {
     // A clock that has not moved since the rank started is the likelier
     // fault than a timer fired early: say which.
@@ -179,28 +180,28 @@ Spawned watchdog(Communicator& c, Nanos when) {
 }
 
 void Communicator::arm(Nanos when) {
-  if (armed_ && *armed_ <= when) return;
-  armed_ = when;
+  if (timeouts_->armed && *timeouts_->armed <= when) return;
+  timeouts_->armed = when;
   ops_.spawn(watchdog(*this, when));
 }
 
 void Communicator::expire_deadlines() {
   const Nanos now = t_.now();
   std::optional<Nanos> next;
-  for (std::size_t i = 0; i < deadline_lanes_.size(); ++i) {
+  for (std::size_t i = 0; i < timeouts_->lanes.size(); ++i) {
     // Looked up again after every abort, which could watch new ops.
-    while (!deadline_lanes_[i].entries.empty() && deadline_lanes_[i].entries.front().when <= now) {
-      Deadline d = std::move(deadline_lanes_[i].entries.front());
-      deadline_lanes_[i].entries.pop_front();
-      --deadlines_;
+    while (!timeouts_->lanes[i].entries.empty() && timeouts_->lanes[i].entries.front().when <= now) {
+      Deadline d = std::move(timeouts_->lanes[i].entries.front());
+      timeouts_->lanes[i].entries.pop_front();
+      --timeouts_->count;
       auto w = d.work.lock();
       if (w && !w->completed)
-        fire_timeout(engine_, w, *d.info, deadline_lanes_[i].timeout, d.collective, d.context);
+        fire_timeout(engine_, w, *d.info, timeouts_->lanes[i].timeout, d.collective, d.context);
     }
   }
-  for (const auto& l : deadline_lanes_)
+  for (const auto& l : timeouts_->lanes)
     if (!l.entries.empty() && (!next || l.entries.front().when < *next)) next = l.entries.front().when;
-  if (deadlines_after_sweep_ > deadlines_) deadlines_after_sweep_ = deadlines_;
+  if (timeouts_->after_sweep > timeouts_->count) timeouts_->after_sweep = timeouts_->count;
   if (next) arm(*next);
 }
 
@@ -214,15 +215,18 @@ Communicator::Communicator(Transport& transport, std::shared_ptr<const Communica
       world_size_(transport.world_size()),
       engine_(transport, opts_->eager_threshold_bytes, opts_->scribble_completed_sends),
       created_at_(transport.now()) {
-  auto w = std::make_shared<GroupState>();
+  // The world's identity is the whole world's (one for every rank).
+  auto identity = world_identity(world_size_);
+  auto w = std::allocate_shared<GroupState>(PoolAllocator<GroupState>{});
   w->id = 0;
-  w->members = world_members(world_size_, &w->digest);
+  w->members = identity->members;
+  w->digest = identity->digest;
   w->my_rank = rank_;
   w->p2p_context = 0;
   w->coll_context = 1;
-  w->name = "world";
-  engine_.register_context(w->p2p_context, w->digest, w->name, w->members, false);
-  engine_.register_context(w->coll_context, w->digest, w->name, w->members, true);
+  w->name = identity->name;
+  engine_.register_context(w->p2p_context, identity, false);
+  engine_.register_context(w->coll_context, std::move(identity), true);
   world_ = Group(std::move(w));
   t_.attach(&engine_);
 }
@@ -254,8 +258,9 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::str
   g->coll_context = static_cast<std::uint32_t>(2 * g->id + 1);
   g->my_rank = index_in(*g, rank_);
   g->timeout_ns = timeout_ns;
-  engine_.register_context(g->p2p_context, g->digest, g->name, g->members, false);
-  engine_.register_context(g->coll_context, g->digest, g->name, g->members, true);
+  auto identity = std::make_shared<const GroupIdentity>(GroupIdentity{g->digest, g->name, g->members});
+  engine_.register_context(g->p2p_context, identity, false);
+  engine_.register_context(g->coll_context, std::move(identity), true);
   return Group(std::move(g));
 }
 

@@ -157,8 +157,8 @@ class Communicator final : public Dist {
   // Timers (op timeouts) handed to the transport's schedule_at() and not
   // yet fired, and the earliest time one is armed for. A transport that
   // reports a deadlock while one is pending broke core/executor.h.
-  std::size_t timers_pending() const { return timers_pending_; }
-  std::optional<Nanos> earliest_timer() const { return armed_; }
+  std::size_t timers_pending() const { return timeouts_ ? timeouts_->timers_pending : 0; }
+  std::optional<Nanos> earliest_timer() const { return timeouts_ ? timeouts_->armed : std::nullopt; }
 
  private:
   struct CollectiveCall;
@@ -215,11 +215,16 @@ class Communicator final : public Dist {
     Nanos timeout = 0;
     std::deque<Deadline, PoolAllocator<Deadline>> entries;
   };
-  std::vector<DeadlineLane> deadline_lanes_;
-  std::size_t deadlines_ = 0;  // entries in all lanes
-  std::size_t deadlines_after_sweep_ = 0;
-  std::optional<Nanos> armed_;  // the earliest time a watchdog is armed for
-  std::size_t timers_pending_ = 0;  // watchdogs given to schedule_at() and not yet resumed
+  // Made by the first op with a timeout (a simulated world holds every
+  // rank's communicator; most runs set none).
+  struct Timeouts {
+    std::vector<DeadlineLane> lanes;
+    std::size_t count = 0;  // entries in all lanes
+    std::size_t after_sweep = 0;
+    std::optional<Nanos> armed;  // the earliest time a watchdog is armed for
+    std::size_t timers_pending = 0;  // watchdogs given to schedule_at() and not yet resumed
+  };
+  std::unique_ptr<Timeouts> timeouts_;
   Nanos last_now_ = 0;          // the clock at the latest op start: it never goes back
   Nanos created_at_ = 0;        // the clock when this communicator was made
   void arm(Nanos when);

@@ -8,11 +8,13 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/frame_check.h"
+#include "core/group.h"
 #include "core/message_engine.h"
 #include "core/op_info.h"
 #include "core/testing/recording_transport.h"
@@ -188,6 +190,52 @@ TEST(FrameProtocol, AForgedAnswerNamesTheOpItIsPartOf) {
             std::string::npos)
       << e2;
   EXPECT_NE(e2.find("a CTS whose tag is 6 but the RTS's is 5"), std::string::npos) << e2;
+}
+
+// Every rank's engine of a world shares one GroupIdentity for the world's
+// contexts (world_identity(): the name and members were a copy per rank).
+// A frame at odds with a shared context is still refused by the rank it
+// reached, naming that rank and the group.
+TEST(FrameProtocol, EnginesSharingTheWorldsIdentityEachNameTheirOwnRank) {
+  const auto world = world_identity(3);
+  EXPECT_EQ(world.get(), world_identity(3).get());  // one per world size
+  EXPECT_NE(world.get(), world_identity(4).get());
+  EXPECT_EQ(world->name, "world");
+  std::uint64_t digest = 0;
+  EXPECT_EQ(world->members, world_members(3, &digest));
+  EXPECT_EQ(world->digest, digest);
+  for (int rank : {0, 1}) {
+    RecordingTransport t(rank, 3);
+    MessageEngine e(t, kEager);
+    e.register_context(0, world, false);
+    e.register_context(1, world, true);
+    RecvSpec r;
+    r.src = 2;
+    r.context = 1;
+    r.group_digest = world->digest;
+    r.tag = 4;
+    r.seq = 1;
+    r.buf = TensorView{buffer.data(), DType::kFloat32, 1, MemorySpace::kHost};
+    const auto w = e.recv(r, nullptr);
+    FrameHeader h;  // rank 2's frame, on the world's collective context with another digest
+    h.kind = FrameKind::kEager;
+    h.src = 2;
+    h.dst = rank;
+    h.context = 1;
+    h.group_digest = world->digest + 1;
+    h.tag = 4;
+    h.channel_seq = 0;
+    h.dtype = DType::kFloat32;
+    h.count = 1;
+    h.bytes = sizeof(float);
+    h.fp = Fingerprint{CollectiveKind::kAllReduce, ReduceOp::kSum, 0, DType::kFloat32, -1, 1, 1};
+    seal(h);
+    e.on_frame(h, std::as_bytes(std::span<const float>(buffer.data(), 1)));
+    const std::string err = error_of(w);
+    EXPECT_NE(err.find("on context 1, which rank " + std::to_string(rank) + " assigned to world, but rank 2's group"),
+              std::string::npos)
+        << err;
+  }
 }
 
 }  // namespace

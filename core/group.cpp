@@ -40,6 +40,22 @@ std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint6
   return list;
 }
 
+std::shared_ptr<const GroupIdentity> world_identity(int world_size) {
+  static std::mutex mu;
+  static std::map<int, std::weak_ptr<const GroupIdentity>> interned;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& weak = interned[world_size];
+  auto id = weak.lock();
+  if (!id) {
+    auto fresh = std::make_shared<GroupIdentity>();
+    fresh->name = "world";
+    fresh->members = world_members(world_size, &fresh->digest);
+    id = std::move(fresh);
+    weak = id;
+  }
+  return id;
+}
+
 int Group::group_rank_of(int global_rank) const {
   const std::vector<int>& r = s_->ranks();
   auto it = std::lower_bound(r.begin(), r.end(), global_rank);

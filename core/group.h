@@ -80,6 +80,18 @@ std::string default_group_name(int id, const std::vector<int>& sorted_ranks);
 // with the same size, and its digest (stored in *digest). Thread-safe.
 std::shared_ptr<const std::vector<int>> world_members(int world_size, std::uint64_t* digest);
 
+// What a group is, as frames are checked against it: the same for every
+// rank that made the group, so it can be shared by them (the world's is,
+// by every rank of a process with that world size: world_identity()).
+struct GroupIdentity {
+  std::uint64_t digest = 0;
+  std::string name;  // as GroupState::name
+  std::shared_ptr<const std::vector<int>> members;  // sorted global ranks
+};
+// The world of `world_size` ranks ("world", world_members()), one per world
+// size for the whole process. Thread-safe.
+std::shared_ptr<const GroupIdentity> world_identity(int world_size);
+
 // The state of a group as a Dist over a library keeps it (no contexts):
 // the world (id 0, "world") of `world_size` ranks seen from `rank`, and
 // group `id` of `sorted_ranks` (new_group_members()'s result) named `name`

@@ -48,11 +48,11 @@ MessageEngine::~MessageEngine() {
   (void)take_resumptions_inside_calls(&t_);
 }
 
-std::shared_ptr<WorkState> MessageEngine::new_work(const std::shared_ptr<const OpInfo>& info) {
+std::shared_ptr<WorkState> MessageEngine::new_work(std::shared_ptr<const OpInfo> info) {
   auto w = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
   w->executor = &t_;
   w->posted_at = t_.now();
-  (void)info;
+  w->info = std::move(info);
   return w;
 }
 
@@ -62,7 +62,7 @@ bool MessageEngine::matches(const RecvSpec& s, const FrameHeader& h) {
 }
 
 std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared_ptr<const OpInfo> info) {
-  auto w = new_work(info);
+  auto w = new_work(std::move(info));
   if (refuse_if_broken(w)) return w;
   FrameHeader h;
   h.src = rank_;
@@ -86,7 +86,7 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
   }
 
   if (odd_ && odd_->lost_peers.count(spec.dst)) {
-    OpContext ctx = info ? info->context({spec.dst}) : OpContext{rank_, "send", "", -1, {spec.dst}};
+    OpContext ctx = w->info ? w->info->context({spec.dst}) : OpContext{rank_, "send", "", -1, {spec.dst}};
     w->finish(std::make_exception_ptr(
         Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.dst) + ": " + odd_->lost_why[spec.dst])));
     return w;
@@ -96,19 +96,18 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
   PendingSend& ps = sends_.insert_last(id);
   ps.buf = spec.buf;
   ps.work = w;
-  ps.info = std::move(info);
   ps.keepalive = spec.keepalive;
   void* cookie = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
   if (bytes <= eager_threshold_) {
     h.kind = FrameKind::kEager;
     h.bytes = bytes;
-    ps.header = h;
+    ps.header = SentHeader(h);
     post(h, {spec.buf.byte_data(), bytes}, cookie);
   } else {
     h.kind = FrameKind::kRts;
     h.bytes = 0;
     h.rendezvous_id = id;
-    ps.header = h;
+    ps.header = SentHeader(h);
     ps.awaiting_cts = true;
     post(h, {}, nullptr);
   }
@@ -116,19 +115,19 @@ std::shared_ptr<WorkState> MessageEngine::send(const SendSpec& spec, std::shared
 }
 
 std::shared_ptr<WorkState> MessageEngine::recv(const RecvSpec& spec, std::shared_ptr<const OpInfo> info) {
-  auto w = new_work(info);
+  auto w = new_work(std::move(info));
   if (refuse_if_broken(w)) return w;
   if (spec.src != kAnySource && odd_ && odd_->lost_peers.count(spec.src)) {
     bool already_here = false;  // a message it sent before it was lost can still be received
     for (const auto& f : unexpected_) already_here = already_here || matches(spec, f.header);
     if (!already_here) {
-      OpContext ctx = info ? info->context({spec.src}) : OpContext{rank_, "recv", "", -1, {spec.src}};
+      OpContext ctx = w->info ? w->info->context({spec.src}) : OpContext{rank_, "recv", "", -1, {spec.src}};
       w->finish(std::make_exception_ptr(
           Error(ErrorKind::kTransport, ctx, "lost rank " + std::to_string(spec.src) + ": " + odd_->lost_why[spec.src])));
       return w;
     }
   }
-  PostedRecv r{spec, w, std::move(info)};
+  PostedRecv r{spec, w};
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (matches(spec, it->header)) {
       StoredFrame f = std::move(*it);
@@ -189,22 +188,22 @@ void MessageEngine::contract_violation(const FrameHeader* h, const std::string& 
 OpContext MessageEngine::frame_context(const FrameHeader& h) const {
   const OpInfo* info = nullptr;
   if (h.kind == FrameKind::kCts || h.kind == FrameKind::kNack) {
-    if (auto it = sends_.find(h.rendezvous_id); it != sends_.end()) info = it->second.info.get();
+    if (auto it = sends_.find(h.rendezvous_id); it != sends_.end()) info = it->second.info().get();
   } else if (h.kind == FrameKind::kData) {
-    if (auto it = inbound_.find({h.src, h.rendezvous_id}); it != inbound_.end()) info = it->second.info.get();
+    if (auto it = inbound_.find({h.src, h.rendezvous_id}); it != inbound_.end()) info = it->second.info().get();
   }
   if (!info && h.fp.op != CollectiveKind::kNone) {
     if (auto it = active_.find({h.context, h.fp.seq}); it != active_.end()) info = it->second.info.get();
   }
   for (auto r = posted_.begin(); !info && r != posted_.end(); ++r)
-    if (matches(r->spec, h)) info = r->info.get();
+    if (matches(r->spec, h)) info = r->info().get();
   if (info) return info->context({h.src});
   OpContext ctx{rank_, "", "", -1, {h.src}};
   if (h.fp.op != CollectiveKind::kNone) {
     ctx.op = collective_name(h.fp.op);
     ctx.seq = static_cast<std::int64_t>(h.fp.seq);
   }
-  if (const KnownContext* c = known(h.context)) ctx.group = c->group;
+  if (const KnownContext* c = known(h.context)) ctx.group = c->group->name;
   return ctx;
 }
 
@@ -281,10 +280,10 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
         if (rare_ && rare_->retired_sends.erase(h.rendezvous_id)) return;  // the send ended first
         return contract_violation(&h, unanswered(h));
       }
-      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a CTS whose " + *bad);
+      if (auto bad = echo_mismatch(h, it->second.header.frame(rank_))) return contract_violation(&h, "a CTS whose " + *bad);
       PendingSend& ps = it->second;
       ps.awaiting_cts = false;
-      FrameHeader d = ps.header;
+      FrameHeader d = ps.header.frame(rank_);
       d.kind = FrameKind::kData;
       d.bytes = ps.buf.bytes();
       post(d, {ps.buf.byte_data(), d.bytes}, reinterpret_cast<void*>(static_cast<std::uintptr_t>(it->first)));
@@ -296,11 +295,11 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
         if (rare_ && rare_->retired_sends.erase(h.rendezvous_id)) return;  // the send ended first
         return contract_violation(&h, unanswered(h));
       }
-      if (auto bad = echo_mismatch(h, it->second.header)) return contract_violation(&h, "a NACK whose " + *bad);
+      if (auto bad = echo_mismatch(h, it->second.header.frame(rank_))) return contract_violation(&h, "a NACK whose " + *bad);
       PendingSend ps = std::move(it->second);
       sends_.erase(it);
       std::string reason(reinterpret_cast<const char*>(payload.data()), payload.size());
-      OpContext ctx = ps.info ? ps.info->context({h.src}) : OpContext{rank_, "send", "", -1, {h.src}};
+      OpContext ctx = ps.info() ? ps.info()->context({h.src}) : OpContext{rank_, "send", "", -1, {h.src}};
       ps.work->finish(std::make_exception_ptr(
           Error(static_cast<ErrorKind>(h.tag), ctx, "rank " + std::to_string(h.src) + " refused the message: " + reason)));
       return;
@@ -395,7 +394,7 @@ std::optional<std::string> MessageEngine::malformed(const FrameHeader& h,
 
 std::optional<std::string> MessageEngine::off_context(const FrameHeader& h, const KnownContext& c) const {
   auto where = [&](const char* carries) {
-    return " on context " + std::to_string(h.context) + " (" + c.group + ", " + carries + ")";
+    return " on context " + std::to_string(h.context) + " (" + c.group->name + ", " + carries + ")";
   };
   if (c.collective) {
     if (h.fp.op == CollectiveKind::kNone || h.fp.seq == 0)
@@ -410,20 +409,34 @@ std::optional<std::string> MessageEngine::off_context(const FrameHeader& h, cons
   }
   // A group with other members under this context is the program's error
   // (groups created in different orders): check_context() names it.
-  if (c.members && static_cast<int>(c.members->size()) < t_.world_size() &&
-      !std::binary_search(c.members->begin(), c.members->end(), h.src))
+  const auto& members = c.group->members;
+  if (members && static_cast<int>(members->size()) < t_.world_size() &&
+      !std::binary_search(members->begin(), members->end(), h.src))
     return "a frame from rank " + std::to_string(h.src) + where(c.collective ? "collectives" : "point-to-point") +
            ", a group rank " + std::to_string(h.src) + " is not a member of";
   return std::nullopt;
 }
 
 std::optional<std::string> MessageEngine::data_mismatch(const FrameHeader& h, const InboundRecv& r) const {
-  if (auto bad = echo_mismatch(h, r.rts)) return "a data frame whose " + *bad;
+  if (auto bad = echo_mismatch(h, rts(r, h.src, h.rendezvous_id))) return "a data frame whose " + *bad;
   // The RTS's count and dtype matched the receive's buffer.
   if (h.bytes != r.spec.buf.bytes())
     return "a data frame whose bytes is " + std::to_string(h.bytes) + " but whose count (" + std::to_string(h.count) +
            ") of " + std::string(dtype_name(h.dtype)) + " makes " + std::to_string(r.spec.buf.bytes());
   return std::nullopt;
+}
+
+FrameHeader MessageEngine::SentHeader::frame(int src) const {
+  return FrameHeader{.kind = kind, .src = src, .dst = dst, .context = context, .group_digest = group_digest,
+                     .tag = tag, .channel_seq = channel_seq, .rendezvous_id = rendezvous_id, .dtype = dtype,
+                     .count = count, .bytes = 0, .fp = fp, .check = {}};
+}
+
+FrameHeader MessageEngine::rts(const InboundRecv& r, int src, std::uint64_t rendezvous_id) const {
+  return FrameHeader{.kind = FrameKind::kRts, .src = src, .dst = rank_, .context = r.spec.context,
+                     .group_digest = r.spec.group_digest, .tag = r.spec.tag, .channel_seq = r.channel_seq,
+                     .rendezvous_id = rendezvous_id, .dtype = r.spec.buf.dtype, .count = r.spec.buf.count,
+                     .bytes = 0, .fp = r.fp, .check = {}};
 }
 
 std::string MessageEngine::unanswered(const FrameHeader& h) const {
@@ -446,10 +459,10 @@ std::string MessageEngine::unanswered(const FrameHeader& h) const {
                                  " but the RTS it otherwise answers is rendezvous " + std::to_string(rts.rendezvous_id));
   };
   if (data) {
-    for (const auto& [key, r] : inbound_) consider(r.rts, key.first);
+    for (const auto& [key, r] : inbound_) consider(rts(r, key.first, key.second), key.first);
   } else {
     for (const auto& [id, ps] : sends_)
-      if (ps.awaiting_cts) consider(ps.header, ps.header.dst);
+      if (ps.awaiting_cts) consider(ps.header.frame(rank_), ps.header.dst);
   }
   if (near.size() == 1) out += ": " + near.front();
   return out;
@@ -534,7 +547,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   std::vector<std::pair<std::shared_ptr<WorkState>, std::exception_ptr>> failed;
   for (auto it = posted_.begin(); it != posted_.end();) {
     if (it->spec.src == peer) {
-      failed.emplace_back(it->work, error_for(it->info));
+      failed.emplace_back(it->work, error_for(it->info()));
       it = posted_.erase(it);
     } else {
       ++it;
@@ -542,7 +555,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   }
   for (auto it = inbound_.begin(); it != inbound_.end();) {
     if (it->first.first == peer) {
-      failed.emplace_back(it->second.work, error_for(it->second.info));
+      failed.emplace_back(it->second.work, error_for(it->second.info()));
       retire_inbound(it->first);
       it = inbound_.erase(it);
     } else {
@@ -551,7 +564,7 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   }
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->second.header.dst == peer && it->second.work) {
-      failed.emplace_back(it->second.work, error_for(it->second.info));
+      failed.emplace_back(it->second.work, error_for(it->second.info()));
       if (it->second.awaiting_cts) retire_send(it->first);
       it = sends_.erase(it);
     } else {
@@ -604,7 +617,7 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   ErrorKind kind{};
   std::string err = validate(r, h, &kind);
   if (!err.empty()) {
-    OpContext ctx = r.info ? r.info->context({h.src}) : OpContext{rank_, "recv", "", -1, {h.src}};
+    OpContext ctx = r.info() ? r.info()->context({h.src}) : OpContext{rank_, "recv", "", -1, {h.src}};
     r.work->source = h.src;
     if (h.kind == FrameKind::kRts) {
       FrameHeader about = h;
@@ -617,7 +630,7 @@ void MessageEngine::deliver(PostedRecv r, const FrameHeader& h, std::span<const 
   r.work->source = h.src;
   if (h.kind == FrameKind::kRts) {
     const std::pair<int, std::uint64_t> key{h.src, h.rendezvous_id};
-    inbound_.emplace(key, InboundRecv{std::move(r), h});
+    inbound_.emplace(key, InboundRecv{std::move(r), h.channel_seq, h.fp});
     send_control(FrameKind::kCts, h);
     return;
   }
@@ -658,7 +671,7 @@ void MessageEngine::send_control(FrameKind kind, const FrameHeader& about, std::
     c.bytes = text->size();
     const std::uint64_t id = next_send_id_++;
     PendingSend& ps = sends_.insert_last(id);
-    ps.header = c;
+    ps.header = SentHeader(c);
     ps.buf = TensorView{text->data(), DType::kUInt8, text->size(), MemorySpace::kHost};
     ps.work = std::allocate_shared<WorkState>(PoolAllocator<WorkState>{});
     ps.work->executor = &t_;
@@ -712,9 +725,9 @@ const MessageEngine::KnownContext* MessageEngine::known(std::uint32_t context) c
   return it != contexts_.end() && it->context == context ? &*it : nullptr;
 }
 
-void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_digest, std::string group_name,
-                                     std::shared_ptr<const std::vector<int>> members, bool collective) {
-  KnownContext k{context, group_digest, std::move(group_name), std::move(members), collective};
+void MessageEngine::register_context(std::uint32_t context, std::shared_ptr<const GroupIdentity> group,
+                                     bool collective) {
+  KnownContext k{context, collective, std::move(group)};
   auto it = context_position(contexts_, context);
   if (it != contexts_.end() && it->context == context) *it = std::move(k);
   else contexts_.insert(it, std::move(k));
@@ -727,7 +740,7 @@ void MessageEngine::register_context(std::uint32_t context, std::uint64_t group_
 bool MessageEngine::check_context(const FrameHeader& h) {
   const KnownContext* k = known(h.context);
   if (!k) return true;
-  if (k->digest == h.group_digest) {
+  if (k->group->digest == h.group_digest) {
     // What the frame says of its own context is the transport's to keep.
     if (auto bad = off_context(h, *k)) {
       contract_violation(&h, *bad);
@@ -735,13 +748,13 @@ bool MessageEngine::check_context(const FrameHeader& h) {
     }
     return true;
   }
-  OpContext ctx{rank_, "", k->group, -1, {h.src}};
+  OpContext ctx{rank_, "", k->group->name, -1, {h.src}};
   auto err = std::make_exception_ptr(Error(
       ErrorKind::kGroupMismatch, ctx,
       "rank " + std::to_string(h.src) + " sent " +
           (h.fp.op == CollectiveKind::kNone ? std::string("a point-to-point message") : "part of " + describe_call(h.fp)) +
           " on context " + std::to_string(h.context) + ", which rank " + std::to_string(rank_) + " assigned to " +
-          k->group +
+          k->group->name +
           ", but rank " + std::to_string(h.src) +
           "'s group has other members: the ranks created their groups in different orders (every rank must call "
           "new_group for every group, in the same order)"));
@@ -881,14 +894,14 @@ std::vector<MessageEngine::Wait> MessageEngine::waits() const {
   std::vector<Wait> out;
   for (const PostedRecv& r : posted_)
     out.push_back(Wait{false, r.spec.src, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
-                       r.work->posted_at, r.info, r.work});
+                       r.work->posted_at, r.info(), r.work});
   for (const auto& [key, r] : inbound_)
     out.push_back(Wait{false, key.first, r.spec.tag, r.spec.context, r.spec.seq, r.spec.buf.dtype, r.spec.buf.count,
-                       r.work->posted_at, r.info, r.work});
+                       r.work->posted_at, r.info(), r.work});
   for (const auto& [id, s] : sends_) {
-    if (!s.work || !s.info || !s.awaiting_cts) continue;
+    if (!s.work || !s.info() || !s.awaiting_cts) continue;
     out.push_back(Wait{true, s.header.dst, s.header.tag, s.header.context, s.header.fp.seq, s.buf.dtype, s.buf.count,
-                       s.work->posted_at, s.info, s.work});
+                       s.work->posted_at, s.info(), s.work});
   }
   return out;
 }
@@ -971,7 +984,7 @@ std::vector<std::string> MessageEngine::describe_pending() const {
   std::vector<std::string> out;
   for (const PostedRecv& r : posted_) {
     std::ostringstream os;
-    os << who(r.info) << ": waiting for a message from "
+    os << who(r.info()) << ": waiting for a message from "
        << (r.spec.src == kAnySource ? std::string("any rank") : "rank " + std::to_string(r.spec.src)) << " (tag "
        << r.spec.tag << ", " << describe_elements(r.spec.buf.dtype, r.spec.buf.count) << ") since t="
        << r.work->posted_at << "ns";
@@ -979,14 +992,14 @@ std::vector<std::string> MessageEngine::describe_pending() const {
   }
   for (const auto& [key, r] : inbound_) {
     std::ostringstream os;
-    os << who(r.info) << ": waiting for the data of a rendezvous from rank " << key.first << " (tag " << r.spec.tag
+    os << who(r.info()) << ": waiting for the data of a rendezvous from rank " << key.first << " (tag " << r.spec.tag
        << ")";
     out.push_back(os.str());
   }
   for (const auto& [id, s] : sends_) {
-    if (!s.work || !s.info) continue;
+    if (!s.work || !s.info()) continue;
     std::ostringstream os;
-    os << who(s.info) << ": send to rank " << s.header.dst << " (tag " << s.header.tag << ", "
+    os << who(s.info()) << ": send to rank " << s.header.dst << " (tag " << s.header.tag << ", "
        << describe_elements(s.buf.dtype, s.buf.count) << ") "
        << (s.awaiting_cts ? "waiting for the receiver to post a matching receive (rendezvous)" : "in flight")
        << " since t=" << s.work->posted_at << "ns";
