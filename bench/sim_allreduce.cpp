@@ -28,12 +28,13 @@
 #include <vector>
 
 #include "core/communicator.h"
+#include "sim/huge_pages.h"
 #include "sim/sim_world.h"
 
 namespace {
 
 // `bytes` of zeroed memory, 2 MiB aligned, in huge pages where the kernel
-// allows (MADV_HUGEPAGE); the deleter unmaps it.
+// allows; the deleter unmaps it.
 struct Unmap {
   std::size_t bytes;
   void operator()(std::byte* p) const { munmap(p, bytes); }
@@ -50,9 +51,7 @@ std::unique_ptr<std::byte, Unmap> arena(std::size_t bytes) {
   const std::size_t lead = (kHuge - reinterpret_cast<std::uintptr_t>(base) % kHuge) % kHuge;
   if (lead) munmap(base, lead);
   if (mapped - lead > bytes) munmap(base + lead + bytes, mapped - lead - bytes);
-#ifdef MADV_HUGEPAGE
-  madvise(base + lead, bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
-#endif
+  collie::sim::HeapHugePages::advise(base + lead, bytes);  // a hint: without it, 4 KiB pages
   return {base + lead, Unmap{bytes}};
 }
 
