@@ -163,6 +163,39 @@ TEST(ReduceOp, BitwiseOps) {
   EXPECT_EQ(x, 0b0110);
 }
 
+// reduce_host works in 256-byte blocks with a tail: every count around the
+// block size, at every element offset, gives what one element at a time
+// gives (a count of 1 never enters the block loop).
+TEST(ReduceOp, BlocksAndTailGiveTheBitsOfOneElementAtATime) {
+  for (int t = 0; t < kNumDTypes; ++t) {
+    const auto dtype = static_cast<DType>(t);
+    const std::size_t size = dtype_size(dtype);
+    for (int o = 0; o < kNumReduceOps; ++o) {
+      const auto op = static_cast<ReduceOp>(o);
+      if (reduce_op_unsupported(op, dtype)) continue;
+      for (std::size_t count : {std::size_t{0}, 256 / size - 1, 256 / size, 256 / size + 1, 1000 / size + 3}) {
+        for (std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+          std::vector<std::uint8_t> dst((count + offset) * size), src(dst.size());
+          for (std::size_t i = 0; i < dst.size(); ++i) {
+            dst[i] = static_cast<std::uint8_t>(i * 37 + 11);
+            src[i] = static_cast<std::uint8_t>(i * 101 + 7);
+            if (dtype == DType::kBool) {
+              dst[i] &= 1;
+              src[i] &= 1;
+            }
+          }
+          auto want = dst;
+          reduce_host(dst.data() + offset * size, src.data() + offset * size, count, dtype, op);
+          for (std::size_t i = offset; i < offset + count; ++i)
+            reduce_host(want.data() + i * size, src.data() + i * size, 1, dtype, op);
+          ASSERT_EQ(dst, want) << dtype_name(dtype) << " " << reduce_op_name(op) << " count " << count << " offset "
+                               << offset;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceOp, ParseNames) {
   EXPECT_EQ(parse_reduce_op("sum"), ReduceOp::kSum);
   EXPECT_EQ(parse_reduce_op("BXOR"), ReduceOp::kBxor);
