@@ -117,7 +117,24 @@ struct Interpreter::State {
   bool timing_only;
   int rank = 0;
   int world = 0;
-  std::map<std::string, Tensor> tensors;
+  // The scenario's single tensors, in the place of their TensorSpec in
+  // s.tensors (a list's place stays empty): a vector, not a map by name --
+  // a State per rank lives for the whole run, and a map node with its key
+  // was 120 B of every rank's.
+  std::vector<Tensor> tensors;
+  // The tensor named `name` (not a list), or null.
+  Tensor* find_tensor(const std::string& name) {
+    for (std::size_t k = 0; k < s.tensors.size(); ++k)
+      if (!s.tensors[k].list && s.tensors[k].name == name) return &tensors[k];
+    return nullptr;
+  }
+  // The tensor named `name`; an operand the step leaves out (no name) is
+  // an empty tensor, shared: it has no elements to write.
+  Tensor& tensor(const std::string& name) {
+    if (Tensor* t = find_tensor(name)) return *t;
+    static Tensor none;
+    return none;
+  }
   // Tensor lists, groups and handles by name: made on first use. A large
   // timing-only world's ranks mostly have none, and a State per rank lives
   // for the whole run (three empty maps were 144 B of every rank's).
@@ -177,7 +194,9 @@ struct Interpreter::State {
   // Makes this rank's tensors and groups and returns its program. Not part
   // of run(): a coroutine's frame keeps every local for its whole life.
   const std::vector<Step>& prepare() {
-    for (const TensorSpec& t : s.tensors) {
+    tensors.resize(s.tensors.size());
+    for (std::size_t k = 0; k < s.tensors.size(); ++k) {
+      const TensorSpec& t = s.tensors[k];
       if (t.list) {
         const int n = static_cast<int>(whole(*t.list));
         auto& l = named().lists[t.name];
@@ -190,11 +209,10 @@ struct Interpreter::State {
           }
         }
       } else if (timing_only) {
-        tensors.emplace(t.name, Tensor::phantom(t.dtype, t.shape_on(rank)));
+        tensors[k] = Tensor::phantom(t.dtype, t.shape_on(rank));
       } else {
-        Tensor x(t.dtype, t.shape_on(rank));
-        init_tensor(x, t, rank, world, 0);
-        tensors.emplace(t.name, std::move(x));
+        tensors[k] = Tensor(t.dtype, t.shape_on(rank));
+        init_tensor(tensors[k], t, rank, world, 0);
       }
     }
     for (const GroupSpec& g : s.groups) named().groups[g.name] = d.new_group(g.ranks, 0, "group '" + g.name + "'");
@@ -306,7 +324,7 @@ struct Interpreter::State {
       const auto slot = static_cast<Slot>(k);
       const Operand& o = spec.operand(slot);
       if (!o.present()) continue;
-      if (!o.is_list()) c.set_views(slot, {tensors[step.slot(slot)].view()});
+      if (!o.is_list()) c.set_views(slot, {tensor(step.slot(slot)).view()});
       else if (o.passed_by(is_root)) c.set_views(slot, views(named().lists[step.slot(slot)]));
     }
     if (spec.splits) {
@@ -320,11 +338,11 @@ struct Interpreter::State {
         for (const Value& r : sp.eval(rank, world, n)) e.push_back(static_cast<std::size_t>(r.whole().value_or(0)) * row);
         return e;
       };
-      if (step.input_splits.given()) c.input_splits = elements(step.input_splits, tensors[step.tensor]);
-      if (step.output_splits.given()) c.output_splits = elements(step.output_splits, tensors[step.output]);
+      if (step.input_splits.given()) c.input_splits = elements(step.input_splits, tensor(step.tensor));
+      if (step.output_splits.given()) c.output_splits = elements(step.output_splits, tensor(step.output));
     }
     for (const P2PStep& p : step.p2p)
-      c.p2p.push_back(P2POp{p.is_send, tensors[p.tensor].view(), static_cast<int>(whole(p.peer)),
+      c.p2p.push_back(P2POp{p.is_send, tensor(p.tensor).view(), static_cast<int>(whole(p.peer)),
                             static_cast<int>(whole(p.tag))});
     return c;
   }
@@ -373,8 +391,8 @@ struct Interpreter::State {
 
   template <typename F>
   void for_each_tensor(const std::string& name, F f) {
-    if (tensors.count(name)) {
-      f(tensors[name], 0);
+    if (Tensor* t = find_tensor(name)) {
+      f(*t, 0);
       return;
     }
     auto& l = named().lists[name];
@@ -394,8 +412,8 @@ struct Interpreter::State {
         out += std::to_string(rank);
       } else if (p.text == "world") {
         out += std::to_string(world);
-      } else if (tensors.count(p.text)) {
-        const Tensor& x = tensors[p.text];
+      } else if (const Tensor* t = find_tensor(p.text)) {
+        const Tensor& x = *t;
         // t[k] of a tensor of two or more dimensions is a row (a tensor,
         // printed as one); of one dimension, an element.
         if (!p.index) out += format_tensor(x);
