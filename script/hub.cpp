@@ -44,36 +44,6 @@ std::string script_hello_mac(const std::string& token, const std::string& nonce_
   return tcp::to_hex(mac);
 }
 
-std::vector<std::byte> encode_binary_answer(const BinaryAnswer& a, const std::vector<std::size_t>& outputs,
-                                            const std::vector<std::span<const std::byte>>& blobs) {
-  constexpr std::size_t kFixed = 24, kPerOutput = 12;
-  const std::size_t header = kFixed + kPerOutput * outputs.size();
-  std::size_t total = 4 + header;
-  for (const auto& b : blobs) total += b.size();
-  std::vector<std::byte> out(total);
-  std::byte* w = out.data();
-  auto put = [&w](const auto& v) {  // little-endian hosts only (as the op protocol)
-    std::memcpy(w, &v, sizeof v);
-    w += sizeof v;
-  };
-  put(static_cast<std::uint32_t>(header) | kBinaryFlag);
-  put(static_cast<std::uint8_t>(a.type));
-  put(std::uint8_t{0});
-  put(static_cast<std::uint16_t>(outputs.size()));
-  put(a.source);
-  put(a.id);
-  put(a.op);
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    put(static_cast<std::uint32_t>(outputs[i]));
-    put(static_cast<std::uint64_t>(i < blobs.size() ? blobs[i].size() : 0));
-  }
-  for (const auto& b : blobs) {
-    if (!b.empty()) std::memcpy(w, b.data(), b.size());
-    w += b.size();
-  }
-  return out;
-}
-
 std::string where_text(const json& where) {
   if (!where.is_array() || where.empty() || !where[0].is_array() || where[0].size() < 3) return {};
   const json& f = where[0];
@@ -267,6 +237,18 @@ void Hub::on_output(std::size_t i, const std::vector<std::byte>& bytes) {
 
 void Hub::on_message(std::size_t i, remote::Message m) {
   Conn& c = *conns_[i];
+  if (m.head.is_null()) {  // a binary request (only read once authenticated): the rank's to read
+    if (c.rank >= 0) {
+      inbox_[static_cast<std::size_t>(c.rank)].push_back(std::move(m));
+    } else if (m.blobs.size() == 2 && m.blobs[0].size() >= 16) {
+      std::uint64_t id = 0;
+      std::memcpy(&id, m.blobs[0].data() + 8, sizeof id);
+      write_to(c, json{{"t", "failed"}, {"id", id}, {"at_issue", true},
+                       {"error", "collie: call init_process_group before anything else of torch.distributed"}},
+               {});
+    }
+    return;
+  }
   const std::string t = m.head.value("t", "");
   if (!c.authed) {
     const long pid = m.head.value("pid", -1L);
@@ -277,6 +259,7 @@ void Hub::on_message(std::size_t i, remote::Message m) {
     c.authed = true;
     c.pid = pid;
     c.reader.set_limits(remote::kMaxHeaderBytes, std::size_t{1} << 40);
+    c.reader.accept_binary(true);
     if (children_)
       for (std::size_t k = 0; k < children_->size(); ++k)
         if (children_->pid(k) == static_cast<pid_t>(pid)) c.child = static_cast<int>(k);

@@ -77,7 +77,27 @@ void answer_plain(Hub& hub, int rank, BinaryAnswer::Type type, const json& id, s
   hub.answer(rank, head);
 }
 
+// The codes binary requests use (script_protocol.h), sent with "ready".
+const json& request_codes() {
+  static const json codes = [] {
+    json ops = json::array(), dtypes = json::array(), reduce_ops = json::array();
+    for (const OpSpec& s : op_table()) ops.push_back(std::string(s.name));
+    for (int k = 0; k < kNumDTypes; ++k) dtypes.push_back(std::string(dtype_name(static_cast<DType>(k))));
+    for (int k = 0; k < kNumReduceOps; ++k) reduce_ops.push_back(std::string(reduce_op_name(static_cast<ReduceOp>(k))));
+    return json{{"ops", std::move(ops)}, {"dtypes", std::move(dtypes)}, {"reduce_ops", std::move(reduce_ops)}};
+  }();
+  return codes;
+}
+
 }  // namespace
+
+Where make_where(json where) {
+  if (!where.is_array() || where.empty()) return nullptr;
+  auto s = std::make_shared<Site>();
+  s->text = where_text(where);
+  s->where = std::move(where);
+  return s;
+}
 
 std::string call_text(const DistCall& c, int rank) {
   const OpSpec& spec = c.spec();
@@ -109,7 +129,7 @@ struct ScriptRank::Pending {
   std::vector<std::size_t> writes;    // buffers this rank's call writes
   std::function<void(const Work&)> recorded;
   std::string text;
-  json where;
+  Where where;
   int polls = 0;
 };
 
@@ -157,9 +177,11 @@ Task<void> ScriptRank::serve(Dist& dist) {
                 "rank " + std::to_string(rank_) + ": " + first.why);
   }
   view_.state = RankView::State::kComputing;
-  view_.init_where = first.message.head.value("where", json::array());
+  view_.init_where = make_where(first.message.head.value("where", json::array()));
+  sites_.push_back(nullptr);
   stamp();
-  ctx_.hub->answer(rank_, json{{"t", "ready"}, {"id", first.message.head.value("id", json())}, {"group", 0}});
+  ctx_.hub->answer(rank_, json{{"t", "ready"}, {"id", first.message.head.value("id", json())}, {"group", 0},
+                               {"codes", request_codes()}});
 
   for (;;) {
     co_await YieldNow{dist.executor()};
@@ -187,22 +209,18 @@ Task<void> ScriptRank::serve(Dist& dist) {
 }
 
 Task<void> ScriptRank::handle(const remote::Message& m) {
+  if (m.head.is_null()) {
+    co_await handle_binary(m);
+    co_return;
+  }
   const std::string t = m.head.value("t", "");
   const json id = m.head.value("id", json());
   if (t == "op") {
     co_await on_op(m);
   } else if (t == "wait") {
-    const auto op = m.head.value("op", std::uint64_t{0});
-    if (ctx_.keep_calls) kept_.push_back(KeptCall{KeptCall::Kind::kWait, {}, 0, {}, op, false});
-    if (pending_.count(op)) {
-      view_.in_call_where = m.head.value("where", json::array());
-      co_await settle(op, id);
-    } else {
-      // Already answered (a second wait, or a blocking op's): nothing to do.
-      answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);
-    }
+    co_await on_wait(m.head.value("op", std::uint64_t{0}), make_where(m.head.value("where", json::array())), id);
   } else if (t == "test") {
-    co_await on_test(m);
+    co_await on_test(m.head.value("op", std::uint64_t{0}), id);
   } else if (t == "group") {
     const std::vector<int> ranks = m.head.value("ranks", std::vector<int>{});
     const Nanos timeout = m.head.value("timeout_ns", Nanos{0});
@@ -229,19 +247,83 @@ Task<void> ScriptRank::handle(const remote::Message& m) {
   }
 }
 
+Task<void> ScriptRank::handle_binary(const remote::Message& m) {
+  std::optional<std::uint64_t> id;
+  BinaryRequest r;
+  std::unique_ptr<Pending> p;
+  std::uint32_t gid = 0;
+  try {
+    if (m.blobs.size() != 2) throw std::runtime_error("a binary message that is not a header and a payload");
+    r = read_binary_request(m.blobs[0], &id);
+    if (!r.site_json.empty()) {
+      json where = json::parse(r.site_json, nullptr, false);
+      if (!where.is_array()) throw std::runtime_error("call site " + std::to_string(r.site) + " that is not a JSON list");
+      if (r.site > sites_.size())
+        throw std::runtime_error("call site " + std::to_string(r.site) + " defined before site " +
+                                 std::to_string(sites_.size()));
+      if (r.site == sites_.size()) sites_.push_back(nullptr);
+      sites_[r.site] = make_where(std::move(where));
+    } else if (r.site >= sites_.size()) {
+      throw std::runtime_error("call site " + std::to_string(r.site) + ", which it never defined");
+    }
+    if (r.type == BinaryRequest::Type::kOp) {
+      p = std::make_unique<Pending>();
+      p->call = decode_binary_op(m.blobs[0], m.blobs[1], &gid);
+    } else if (!m.blobs[1].empty()) throw std::runtime_error("a wait or test request with a payload");
+  } catch (const std::exception& e) {
+    const std::string why = "rank " + std::to_string(rank_) + " sent a request collie cannot read: " + e.what();
+    if (id) {
+      ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", *id}, {"at_issue", true}, {"error", "collie: " + why}});
+    } else {
+      ctx_.hub->abort(why);  // nothing to answer: the process would wait forever
+    }
+    co_return;
+  }
+  const json request_id = *id;
+  switch (r.type) {
+    case BinaryRequest::Type::kOp:
+      p->where = sites_[r.site];
+      co_await start_op(std::move(p), gid, request_id, nullptr);
+      break;
+    case BinaryRequest::Type::kWait:
+      co_await on_wait(r.op, sites_[r.site], request_id);
+      break;
+    case BinaryRequest::Type::kTest:
+      co_await on_test(r.op, request_id);
+      break;
+  }
+}
+
+Task<void> ScriptRank::on_wait(std::uint64_t op, Where where, const json& id) {
+  if (ctx_.keep_calls) kept_.push_back(KeptCall{KeptCall::Kind::kWait, {}, 0, {}, op, false});
+  if (pending_.count(op)) {
+    view_.in_call_where = std::move(where);
+    co_await settle(op, id);
+  } else {
+    // Already answered (a second wait, or a blocking op's): nothing to do.
+    answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);
+  }
+}
+
 Task<void> ScriptRank::on_op(const remote::Message& m) {
   const json id = m.head.value("id", json());
-  auto refuse = [&](const std::string& why) {
-    ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", id}, {"at_issue", true}, {"error", "collie: " + why}});
-  };
   auto p = std::make_unique<Pending>();
   try {
     p->call = remote::decode_call(m.head, m.blobs);
   } catch (const std::exception& e) {
-    refuse(std::string("a call collie cannot read: ") + e.what());
+    ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", id}, {"at_issue", true},
+                                 {"error", std::string("collie: a call collie cannot read: ") + e.what()}});
     co_return;
   }
-  const auto gid = m.head.value("group", std::size_t{0});
+  p->where = make_where(m.head.value("where", json::array()));
+  co_await start_op(std::move(p), m.head.value("group", std::size_t{0}), id, &m);
+}
+
+Task<void> ScriptRank::start_op(std::unique_ptr<Pending> p, std::size_t gid, const json& id,
+                                const remote::Message* request) {
+  auto refuse = [&](const std::string& why) {
+    ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", id}, {"at_issue", true}, {"error", "collie: " + why}});
+  };
   if (gid >= groups_.size()) {
     refuse("an op on group " + std::to_string(gid) + ", which this rank never created");
     co_return;
@@ -251,13 +333,23 @@ Task<void> ScriptRank::on_op(const remote::Message& m) {
   const std::string group = c.group.is_world_default() ? "world" : c.group.name();
   p->writes = remote::written_buffers(c, rank_);
   p->text = call_text(c, rank_);
-  p->where = m.head.value("where", json::array());
   const std::uint64_t op = ++ops_;
-  if (ctx_.keep_calls) kept_.push_back(KeptCall{KeptCall::Kind::kOp, {}, static_cast<int>(gid), m, op, c.async});
+  if (ctx_.keep_calls) {
+    KeptCall k{KeptCall::Kind::kOp, {}, static_cast<int>(gid), {}, op, c.async};
+    if (request) {
+      k.request = *request;
+    } else {  // the inputs as issued, before the op writes them
+      remote::EncodedCall e = remote::encode_call(c, rank_);
+      k.request.head = std::move(e.head);
+      if (p->where) k.request.head["where"] = p->where->where;
+      for (const TensorView& v : e.buffers) k.request.blobs.emplace_back(v.byte_data(), v.byte_data() + v.bytes());
+    }
+    kept_.push_back(std::move(k));
+  }
   view_.last_call = p->text;
   view_.last_call_where = p->where;
   check_crash(op);  // process backends: before the op
-  if (recorder_) p->recorded = recorder_->before(c, group, where_text(p->where));
+  if (recorder_) p->recorded = recorder_->before(c, group, p->where ? p->where->text : std::string());
   try {
     p->work = dispatch(*dist_, c);
   } catch (const std::exception& e) {
@@ -322,9 +414,7 @@ void ScriptRank::answer_outcome(std::uint64_t op, Pending& p, const json& reques
   ctx_.hub->answer(rank_, head, blobs);
 }
 
-Task<void> ScriptRank::on_test(const remote::Message& m) {
-  const json id = m.head.value("id", json());
-  const auto op = m.head.value("op", std::uint64_t{0});
+Task<void> ScriptRank::on_test(std::uint64_t op, const json& id) {
   auto it = pending_.find(op);
   if (it == pending_.end()) {
     answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);

@@ -51,17 +51,27 @@ struct RankContext {
   bool watch_crashes = false;
 };
 
+// A call site: the program's stack at a call, innermost first --
+// [[file, line, function], ...] -- and where_text() of it. Shared by every
+// call made there (the process defines each site once).
+struct Site {
+  nlohmann::json where;
+  std::string text;
+};
+using Where = std::shared_ptr<const Site>;  // null: none known
+Where make_where(nlohmann::json where);
+
 // What reports say about a rank.
 struct RankView {
   enum class State { kNotJoined, kComputing, kInCollie, kEnded };
   State state = State::kNotJoined;
-  nlohmann::json init_where;         // where it called init_process_group
+  Where init_where;                  // where it called init_process_group
   std::string in_call;               // kInCollie: the call it waits in ("recv(src=0) on world")
-  nlohmann::json in_call_where;
+  Where in_call_where;
   std::string last_call;             // the last call it made
-  nlohmann::json last_call_where;
+  Where last_call_where;
   // Async ops it started and never waited for (the call, where).
-  std::vector<std::pair<std::string, nlohmann::json>> unfinished;
+  std::vector<std::pair<std::string, Where>> unfinished;
   std::string ended;                 // how its process ended
   std::string traceback;             // the exception it raised, if any
   std::string exception_type;        // its type ("CollieError": an op's error, raised by the hook)
@@ -86,7 +96,7 @@ struct SentMessage {
   int tag = 0;
   std::string group;                 // as the records name it ("world")
   std::string call;                  // call_text()
-  nlohmann::json where;
+  Where where;
 };
 
 class ScriptRank {
@@ -106,9 +116,15 @@ class ScriptRank {
  private:
   struct Pending;
   Task<void> handle(const remote::Message& m);
+  Task<void> handle_binary(const remote::Message& m);
   Task<void> on_op(const remote::Message& m);
+  // Makes the call p->call holds (its group `gid`, as the process numbers
+  // them); `request`: the JSON request it came in (null: binary).
+  Task<void> start_op(std::unique_ptr<Pending> p, std::size_t gid, const nlohmann::json& request_id,
+                      const remote::Message* request);
+  Task<void> on_wait(std::uint64_t op, Where where, const nlohmann::json& request_id);
   Task<void> settle(std::uint64_t op, const nlohmann::json& request_id);
-  Task<void> on_test(const remote::Message& m);
+  Task<void> on_test(std::uint64_t op, const nlohmann::json& request_id);
   Task<void> finish();
   void answer_outcome(std::uint64_t op, Pending& p, const nlohmann::json& request_id, std::exception_ptr error);
   void check_crash(std::uint64_t op_count);
@@ -120,6 +136,7 @@ class ScriptRank {
   Dist* dist_ = nullptr;
   std::unique_ptr<check::CallRecorder> recorder_;
   std::vector<Group> groups_;  // by the number the process knows them by; 0 is the world
+  std::vector<Where> sites_;   // by the number the process gave them (binary requests); 0: none
   std::map<std::uint64_t, std::unique_ptr<Pending>> pending_;
   std::uint64_t ops_ = 0;
   std::exception_ptr first_error_;

@@ -103,6 +103,9 @@ std::vector<std::string> stack_lines(const json& where, SourceLines& src) {
   }
   return out;
 }
+std::vector<std::string> stack_lines(const Where& where, SourceLines& src) {
+  return where ? stack_lines(where->where, src) : std::vector<std::string>{};
+}
 
 // One rank's part of a failed run's report: the same bytes on every run of
 // the same program and seed (no process ids).

@@ -482,5 +482,192 @@ TEST(ScriptRun, ABinaryAnswerIsTheFlaggedLengthThenTheDocumentedLayoutThenTheBlo
   EXPECT_EQ(static_cast<std::uint8_t>(pending[4]), 3);
 }
 
+// A binary request built field by field as script_protocol.h lays it out.
+struct RequestBytes {
+  std::vector<std::byte> header, payload;
+  template <typename T>
+  RequestBytes& put(T v) {
+    const auto* b = reinterpret_cast<const std::byte*>(&v);
+    header.insert(header.end(), b, b + sizeof v);
+    return *this;
+  }
+  RequestBytes& text(const std::string& s) {
+    const auto* b = reinterpret_cast<const std::byte*>(s.data());
+    header.insert(header.end(), b, b + s.size());
+    return *this;
+  }
+  template <typename T>
+  RequestBytes& blob(std::vector<T> values) {
+    const auto* b = reinterpret_cast<const std::byte*>(values.data());
+    payload.insert(payload.end(), b, b + values.size() * sizeof(T));
+    return *this;
+  }
+  // The common part: P from the payload (so blobs go first), then the rest.
+  RequestBytes& common(std::uint8_t type, std::uint8_t flags, std::uint64_t id, std::uint32_t site,
+                       std::uint32_t site_bytes) {
+    return put(std::uint64_t{payload.size()}).put(id).put(type).put(flags).put(std::uint16_t{0}).put(site)
+        .put(site_bytes).put(std::uint32_t{0});
+  }
+  // An op's fixed part after the common one.
+  RequestBytes& op(OpKind kind, ReduceOp reduce, std::uint8_t tensor, std::uint32_t list, std::uint32_t output,
+                   std::uint32_t group, std::int32_t peer, std::int32_t tag, std::uint32_t p2p = 0,
+                   std::uint32_t in_splits = 0, std::uint32_t out_splits = 0) {
+    return put(static_cast<std::uint8_t>(kind)).put(static_cast<std::uint8_t>(reduce)).put(tensor)
+        .put(std::uint8_t{0}).put(list).put(output).put(group).put(peer).put(tag).put(std::int64_t{0}).put(p2p)
+        .put(in_splits).put(out_splits).put(std::uint32_t{0});
+  }
+  RequestBytes& buffer(DType d, std::uint64_t count) { return put(static_cast<std::uint32_t>(d)).put(count); }
+};
+
+// The same call both ways: the fields and buffers the controller runs.
+void expect_same_call(const remote::DecodedCall& b, const remote::DecodedCall& j) {
+  EXPECT_EQ(b.call.kind, j.call.kind);
+  EXPECT_EQ(b.call.async, j.call.async);
+  EXPECT_EQ(b.call.peer, j.call.peer);
+  EXPECT_EQ(b.call.tag, j.call.tag);
+  EXPECT_EQ(b.call.reduce_op, j.call.reduce_op);
+  EXPECT_EQ(b.call.input_splits, j.call.input_splits);
+  EXPECT_EQ(b.call.output_splits, j.call.output_splits);
+  ASSERT_EQ(b.call.p2p.size(), j.call.p2p.size());
+  for (std::size_t k = 0; k < b.call.p2p.size(); ++k) {
+    EXPECT_EQ(b.call.p2p[k].is_send, j.call.p2p[k].is_send);
+    EXPECT_EQ(b.call.p2p[k].peer, j.call.p2p[k].peer);
+    EXPECT_EQ(b.call.p2p[k].tag, j.call.p2p[k].tag);
+  }
+  for (std::size_t s = 0; s < kNumSlots; ++s) {
+    const std::vector<TensorView> bv = b.call.views(static_cast<Slot>(s)), jv = j.call.views(static_cast<Slot>(s));
+    ASSERT_EQ(bv.size(), jv.size()) << slot_name(static_cast<Slot>(s));
+    for (std::size_t k = 0; k < bv.size(); ++k) {
+      EXPECT_EQ(bv[k].dtype, jv[k].dtype);
+      ASSERT_EQ(bv[k].count, jv[k].count);
+      EXPECT_EQ(std::memcmp(bv[k].data, jv[k].data, bv[k].bytes()), 0);
+    }
+  }
+  ASSERT_EQ(b.tensors.size(), j.tensors.size());
+}
+
+remote::DecodedCall json_call(const nlohmann::json& head, const RequestBytes& r,
+                              const std::vector<std::size_t>& blob_bytes) {
+  std::vector<std::vector<std::byte>> blobs;
+  std::size_t at = 0;
+  for (std::size_t n : blob_bytes) {
+    blobs.emplace_back(r.payload.begin() + static_cast<std::ptrdiff_t>(at),
+                       r.payload.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  }
+  return remote::decode_call(head, blobs);
+}
+
+TEST(ScriptRun, ABinaryOpRequestIsTheDocumentedLayoutAndMeansTheJsonCall) {
+  const std::string site = R"([["train.py",12,"step"]])";
+  RequestBytes g;  // rank 1's async gather to root 1: its tensor, then its list of 2
+  g.blob(std::vector<float>{1, 2}).blob(std::vector<float>{3, 4}).blob(std::vector<float>{5, 6});
+  g.common(1, BinaryRequest::kAsync, 7, 1, static_cast<std::uint32_t>(site.size()))
+      .op(OpKind::kGather, ReduceOp::kSum, 1, 2, 0, 3, 1, 0)
+      .buffer(DType::kFloat32, 2).buffer(DType::kFloat32, 2).buffer(DType::kFloat32, 2)
+      .text(site);
+  ASSERT_EQ(g.header.size(), kOpRequestFixedBytes + 3 * 12 + site.size());
+  std::optional<std::uint64_t> id;
+  const BinaryRequest r = read_binary_request(g.header, &id);
+  EXPECT_EQ(id, std::optional<std::uint64_t>(7));
+  EXPECT_EQ(r.type, BinaryRequest::Type::kOp);
+  EXPECT_EQ(r.site, 1u);
+  EXPECT_EQ(r.site_json, site);
+  std::uint32_t group = 0;
+  const remote::DecodedCall b = decode_binary_op(g.header, g.payload, &group);
+  EXPECT_EQ(group, 3u);
+  const nlohmann::json gj = {{"op", "gather"}, {"async", true}, {"peer", 1}, {"layout", {{"tensor", 1}, {"list", 2}}},
+                             {"tensors", nlohmann::json::array({{{"dtype", "float32"}, {"count", 2}},
+                                                                {{"dtype", "float32"}, {"count", 2}},
+                                                                {{"dtype", "float32"}, {"count", 2}}})}};
+  expect_same_call(b, json_call(gj, g, {8, 8, 8}));
+
+  RequestBytes p;  // batch_isend_irecv: a send to 1 (tag 5), a receive from 0 (tag 6)
+  p.blob(std::vector<std::int64_t>{9}).blob(std::vector<std::int64_t>{0, 0});
+  p.common(1, 0, 8, 0, 0).op(OpKind::kBatchIsendIrecv, ReduceOp::kSum, 0, 0, 0, 0, -1, 0, 2)
+      .buffer(DType::kInt64, 1).buffer(DType::kInt64, 2);
+  p.put(std::uint8_t{1}).put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::int32_t{1}).put(std::int32_t{5});
+  p.put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::int32_t{0}).put(std::int32_t{6});
+  const nlohmann::json pj = {{"op", "batch_isend_irecv"}, {"layout", nlohmann::json::object()},
+                             {"p2p", {{{"send", true}, {"peer", 1}, {"tag", 5}}, {{"send", false}, {"peer", 0}, {"tag", 6}}}},
+                             {"tensors", {{{"dtype", "int64"}, {"count", 1}}, {{"dtype", "int64"}, {"count", 2}}}}};
+  expect_same_call(decode_binary_op(p.header, p.payload, &group), json_call(pj, p, {8, 16}));
+
+  RequestBytes a;  // all_to_all_single with split sizes
+  a.blob(std::vector<std::int32_t>{1, 2, 3}).blob(std::vector<std::int32_t>{0, 0, 0});
+  a.common(1, 0, 9, 0, 0).op(OpKind::kAllToAllSingle, ReduceOp::kSum, 1, 0, 1, 0, -1, 0, 0, 2, 2)
+      .buffer(DType::kInt32, 3).buffer(DType::kInt32, 3)
+      .put(std::uint64_t{1}).put(std::uint64_t{2}).put(std::uint64_t{2}).put(std::uint64_t{1});
+  const nlohmann::json aj = {{"op", "all_to_all_single"}, {"layout", {{"tensor", 1}, {"output", 1}}},
+                             {"input_split_sizes", {1, 2}}, {"output_split_sizes", {2, 1}},
+                             {"tensors", {{{"dtype", "int32"}, {"count", 3}}, {{"dtype", "int32"}, {"count", 3}}}}};
+  expect_same_call(decode_binary_op(a.header, a.payload, &group), json_call(aj, a, {12, 12}));
+
+  RequestBytes w;  // a wait on op 4, naming site 2
+  w.common(2, 0, 10, 2, 0).put(std::uint64_t{4});
+  ASSERT_EQ(w.header.size(), kWaitRequestBytes);
+  const BinaryRequest wr = read_binary_request(w.header, &id);
+  EXPECT_EQ(wr.type, BinaryRequest::Type::kWait);
+  EXPECT_EQ(wr.op, 4u);
+  EXPECT_EQ(wr.site, 2u);
+  EXPECT_TRUE(wr.site_json.empty());
+}
+
+// What a malformed request is refused with (empty: it was read).
+std::string refusal(const RequestBytes& r) {
+  try {
+    std::optional<std::uint64_t> id;
+    const BinaryRequest q = read_binary_request(r.header, &id);
+    std::uint32_t group = 0;
+    if (q.type == BinaryRequest::Type::kOp) decode_binary_op(r.header, r.payload, &group);
+    return {};
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+}
+
+TEST(ScriptRun, AMalformedBinaryRequestIsRefusedNamingTheRankAndOneWithoutAnIdEndsTheRun) {
+  REQUIRE_TORCH();
+  const ScriptResult r = run_script(program("malformed_request.py", 1));
+  EXPECT_NE(printed(r).find("refused: collie: rank 0 sent a request collie cannot read: an op of unknown kind 250"),
+            std::string::npos)
+      << printed(r);
+  EXPECT_NE(printed(r).find("then: tensor([2.])"), std::string::npos) << printed(r);
+  EXPECT_FALSE(r.run.passed);
+  EXPECT_NE(joined(r.run.failures).find("rank 0 sent a request collie cannot read: a binary request shorter than its fields"),
+            std::string::npos)
+      << joined(r.run.failures) << r.run.detail;
+  expect_no_orphans(r);
+}
+
+TEST(ScriptRun, AMalformedBinaryRequestIsRefusedSayingWhatIsWrong) {
+  auto all_reduce = [](OpKind kind, std::uint32_t dtype, std::uint64_t count, std::size_t payload) {
+    RequestBytes r;
+    r.payload.resize(payload);
+    r.common(1, 0, 1, 0, 0).op(kind, ReduceOp::kSum, 1, 0, 0, 0, -1, 0).put(dtype).put(count);
+    return r;
+  };
+  EXPECT_EQ(refusal(all_reduce(OpKind::kAllReduce, 2, 2, 8)), "");
+  RequestBytes short_one;
+  short_one.put(std::uint64_t{0}).put(std::uint64_t{1}).put(std::uint8_t{1});
+  EXPECT_NE(refusal(short_one).find("shorter than its fields"), std::string::npos) << refusal(short_one);
+  EXPECT_NE(refusal(all_reduce(static_cast<OpKind>(200), 2, 2, 8)).find("unknown kind 200"), std::string::npos);
+  EXPECT_NE(refusal(all_reduce(OpKind::kAllReduce, 99, 2, 8)).find("unknown dtype 99"), std::string::npos);
+  EXPECT_NE(refusal(all_reduce(OpKind::kAllReduce, 2, 3, 8)).find("larger than the request's payload"), std::string::npos);
+  EXPECT_NE(refusal(all_reduce(OpKind::kAllReduce, 2, 1, 8)).find("a payload of 8 bytes for 4"), std::string::npos);
+  EXPECT_NE(refusal(all_reduce(OpKind::kAllReduce, 2, std::uint64_t{1} << 62, 8)).find("larger than"), std::string::npos);
+  EXPECT_NE(refusal(all_reduce(OpKind::kBarrier, 2, 2, 8)).find("1 buffers in the tensor slot of barrier"),
+            std::string::npos);
+  RequestBytes counts = all_reduce(OpKind::kAllReduce, 2, 2, 8);
+  counts.header[kRequestCommonBytes + 4] = std::byte{200};  // a list slot of 200 buffers the header does not hold
+  EXPECT_NE(refusal(counts).find("not the"), std::string::npos) << refusal(counts);
+  RequestBytes site = all_reduce(OpKind::kAllReduce, 2, 2, 8);
+  site.header[24] = std::byte{255};  // a definition longer than the header
+  EXPECT_NE(refusal(site).find("longer than its header"), std::string::npos) << refusal(site);
+  RequestBytes type;
+  type.common(9, 0, 1, 0, 0).put(std::uint64_t{0});
+  EXPECT_NE(refusal(type).find("unknown type 9"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace collie::script

@@ -62,7 +62,24 @@ void MessageReader::feed(const std::byte* data, std::size_t n) {
 std::optional<Message> MessageReader::next() {
   const std::size_t avail = buf_.size() - at_;
   if (avail < 4) return std::nullopt;
-  const std::size_t hlen = get_u32(buf_.data() + at_);
+  std::size_t hlen = get_u32(buf_.data() + at_);
+  if (binary_ && (hlen & 0x80000000u) != 0) {
+    hlen &= 0x7fffffffu;
+    if (hlen < 8 || hlen > max_header_)
+      throw std::runtime_error("a binary message header of " + std::to_string(hlen) + " bytes");
+    if (avail < 4 + hlen) return std::nullopt;
+    std::uint64_t payload = 0;
+    std::memcpy(&payload, buf_.data() + at_ + 4, sizeof payload);  // little-endian hosts only
+    if (payload > max_message_) throw std::runtime_error("a message of more than " + std::to_string(max_message_) + " bytes");
+    if (avail - 4 - hlen < payload) return std::nullopt;
+    const auto h = buf_.begin() + static_cast<std::ptrdiff_t>(at_ + 4);
+    const auto p = h + static_cast<std::ptrdiff_t>(hlen);
+    Message m{nullptr, {}};
+    m.blobs.emplace_back(h, p);
+    m.blobs.emplace_back(p, p + static_cast<std::ptrdiff_t>(payload));
+    at_ += 4 + hlen + static_cast<std::size_t>(payload);
+    return m;
+  }
   if (hlen > max_header_)
     throw std::runtime_error("a message header of " + std::to_string(hlen) + " bytes (at most " +
                              std::to_string(max_header_) + " are allowed here)");

@@ -97,11 +97,18 @@ class MessageReader {
   // The next complete message, if one has arrived.
   std::optional<Message> next();
   std::size_t buffered() const { return buf_.size() - at_; }
+  // Binary messages (script/script_protocol.h's requests): a length word L
+  // with bit 31 set frames a header of L & ~bit 31 bytes that starts with
+  // the u64 little-endian count of payload bytes after it. With this on,
+  // next() returns one as a Message whose head is null and whose blobs are
+  // {header, payload}; off (the default), such a length is a header too long.
+  void accept_binary(bool on) { binary_ = on; }
 
  private:
   std::vector<std::byte> buf_;
   std::size_t at_ = 0;
   std::size_t max_header_, max_message_;
+  bool binary_ = false;
 };
 
 // Blocking I/O on a connected socket (workers). read_message throws

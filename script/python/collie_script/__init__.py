@@ -32,7 +32,7 @@ import threading
 import traceback
 
 from . import _capture
-from ._link import ControllerGone, Link
+from ._link import ControllerGone, Link, site_frames
 
 CONTROLLER_ENV = "COLLIE_SCRIPT_CONTROLLER"
 TOKEN_ENV = "COLLIE_JOB_TOKEN"
@@ -117,6 +117,16 @@ def request(head, blobs=()):
         _controller_gone(e)
 
 
+def request_binary(st, kind, flags, rest, site_key, tail=b"", blobs=()):
+    """One binary request (_link.Link.request_binary); returns its answer."""
+    l = link()
+    _capture.flush_python_streams()
+    try:
+        return l.request_binary(st, kind, flags, rest, site_key, tail, blobs, before_send=_ship_output)
+    except ControllerGone as e:
+        _controller_gone(e)
+
+
 # ---- where the program is -----------------------------------------------------
 
 _skip_cache = {}
@@ -155,9 +165,9 @@ def _is_user_file(filename):
     return user
 
 
-def user_stack(frame, limit=4):
-    """The program's own frames from `frame` outwards (not torch's, collie's or
-    the standard library's), innermost first: [[file, line, function], ...]."""
+def user_site(frame, limit=4):
+    """The program's own frames from `frame` outwards (user_stack()) as a
+    key: (code, line, code, line, ...), innermost first."""
     out = []
     user_code = _user_code
     while frame is not None:
@@ -165,14 +175,21 @@ def user_stack(frame, limit=4):
         user = user_code.get(code)
         if user is None:
             if code is _spawn_child_code:
-                break  # a child forked for "spawn" (_spawn.py): below are its parent's frames
+                break
             user = user_code[code] = _is_user_file(code.co_filename)
         if user:
-            out.append([code.co_filename, frame.f_lineno, code.co_name])
-            if len(out) >= limit:
+            out.append(code)
+            out.append(frame.f_lineno)
+            if len(out) >= 2 * limit:
                 break
         frame = frame.f_back
-    return out
+    return tuple(out)
+
+
+def user_stack(frame, limit=4):
+    """The program's own frames from `frame` outwards (not torch's, collie's or
+    the standard library's), innermost first: [[file, line, function], ...]."""
+    return site_frames(user_site(frame, limit))
 
 
 def _traceback_stack(tb, limit=8):

@@ -31,6 +31,16 @@ _BINARY_FLAG = 0x80000000
 _ANSWER = struct.Struct("<BBHiQQ")
 _OUTPUT = struct.Struct("<IQ")
 _ANSWER_TYPES = (None, "done", "issued", "pending")
+# A binary request (script_protocol.h): the common part -- payload bytes,
+# id, type, flags, 0, site, site's definition bytes, 0 -- then the type's.
+REQUEST_OP = struct.Struct("<QQBBHIII" "BBBBIIIiiqIIII")
+REQUEST_WAIT = struct.Struct("<QQBBHIIIQ")
+
+
+def site_frames(site_key):
+    """A call site's key (code, line, code, line, ...) as the protocol's
+    "where": [[file, line, function], ...]."""
+    return [[code.co_filename, line, code.co_name] for code, line in zip(site_key[::2], site_key[1::2])]
 
 
 class ControllerGone(RuntimeError):
@@ -51,6 +61,7 @@ class Link:
         self.send_lock = send_lock
         self.rpc_lock = threading.RLock()
         self.next_id = 0
+        self.sites = {}  # call site (code, line, code, line, ...) -> its number on this connection
         head, _ = self._read_message()
         if head.get("t") != "challenge":
             raise ControllerGone("the controller did not start with a challenge")
@@ -135,10 +146,39 @@ class Link:
                 if before_send is not None:
                     before_send(self)
                 self.send(head, blobs, locked=True)
-            while True:
-                answer, answer_blobs = self._read_message()
-                if answer.get("id") == my_id:
-                    return answer, answer_blobs
+            return self._answer(my_id)
+
+    def request_binary(self, st, kind, flags, rest, site_key, tail, blobs, before_send=None):
+        """A binary request (script_protocol.h): `st` packs the common part
+        (payload bytes, id, kind, flags, 0, site, its definition's bytes, 0)
+        and then `rest`; `tail` follows, then the site's definition the first
+        time `site_key` -- (code, line, ...) of the program's frames -- is
+        sent on this connection, then `blobs`. Returns the answer as request()."""
+        with self.rpc_lock:
+            self.next_id += 1
+            my_id = self.next_id
+            site = self.sites.get(site_key)
+            definition = b""
+            if site is None:
+                site = self.sites[site_key] = len(self.sites) + 1
+                definition = _encode(site_frames(site_key)).encode("utf-8")
+            header = st.pack(sum(map(len, blobs)), my_id, kind, flags, 0, site, len(definition), 0, *rest)
+            data = b"".join([_LENGTH.pack((len(header) + len(tail) + len(definition)) | _BINARY_FLAG), header, tail,
+                             definition, *blobs])
+            with self.send_lock:
+                if before_send is not None:
+                    before_send(self)
+                try:
+                    self.sock.sendall(data)
+                except OSError as e:
+                    raise ControllerGone("the collie controller went away (%s)" % e) from None
+            return self._answer(my_id)
+
+    def _answer(self, my_id):
+        while True:
+            answer, answer_blobs = self._read_message()
+            if answer.get("id") == my_id:
+                return answer, answer_blobs
 
     def close(self):
         try:

@@ -31,12 +31,14 @@ own.
 import collections
 import ctypes
 import os
+import struct
 import sys
 from urllib.parse import parse_qs, urlparse
 
 import torch
 
-from . import request, user_stack
+from . import request, request_binary, user_site, user_stack
+from ._link import REQUEST_OP, REQUEST_WAIT
 
 BACKEND = "collie"
 
@@ -64,6 +66,18 @@ class _State:
     pending = None        # (group id, members) for the creator, during init/new_group
     c10d = None
     c10d_file = None
+    # The codes of binary requests, from the controller's "ready"
+    # (script_protocol.h): op name -> kind, torch dtype -> code, reduce op name -> code.
+    kinds = None
+    dtypes = None
+    reduce_ops = None
+
+
+def _learn_codes(codes):
+    _state.kinds = {name: k for k, name in enumerate(codes["ops"])}
+    by_name = {name: k for k, name in enumerate(codes["dtypes"])}
+    _state.dtypes = {t: by_name[name] for t, name in DTYPES.items() if name in by_name}
+    _state.reduce_ops = {name: k for k, name in enumerate(codes["reduce_ops"])}
 
 
 _state = _State()
@@ -77,12 +91,9 @@ def forget_after_fork():
 # ---- tensors -------------------------------------------------------------------
 
 
-def _meta(t):
-    name = DTYPES.get(t.dtype)
-    if name is None:
-        raise CollieError("collie: tensors of dtype %s are not supported (collie takes %s)"
-                          % (t.dtype, ", ".join(sorted(DTYPES.values()))))
-    return {"dtype": name, "count": t.numel()}
+def _unsupported(t):
+    return CollieError("collie: tensors of dtype %s are not supported (collie takes %s)"
+                       % (t.dtype, ", ".join(sorted(DTYPES.values()))))
 
 
 def _flat(t):
@@ -151,14 +162,14 @@ class CollieWork(torch._C._distributed_c10d.Work):
 
     def wait(self, timeout=None):
         if not self._done:
-            self._settle(*request({"t": "wait", "op": self._op, "where": user_stack(sys._getframe(1))}))
+            self._settle(*request_binary(REQUEST_WAIT, 2, 0, (self._op,), user_site(sys._getframe(1))))
         if self._error is not None:
             raise self._error
         return True
 
     def is_completed(self):
         if not self._done:
-            self._settle(*request({"t": "test", "op": self._op}))
+            self._settle(*request_binary(REQUEST_WAIT, 3, 0, (self._op,), ()))
         return self._done
 
     def is_success(self):
@@ -205,11 +216,18 @@ def _blocking(frame):
 
 
 def _reduce_op(opts):
+    """The reduce op's code (binary requests)."""
     op = opts.reduceOp
     value = int(getattr(op, "op", op))
     if value >= len(REDUCE_OPS):
         raise CollieError("collie: reduce op %s is not supported (collie takes %s)" % (op, ", ".join(REDUCE_OPS)))
-    return REDUCE_OPS[value]
+    return _state.reduce_ops[REDUCE_OPS[value]]
+
+
+_ASYNC, _ANY_SOURCE, _WAIT_ALL_RANKS = 1, 2, 4  # a binary op request's flags
+_BUFFER = struct.Struct("<IQ")
+_P2P = struct.Struct("<B3xii")
+_SPLIT = struct.Struct("<Q")
 
 
 def _one(tensors, what):
@@ -229,16 +247,30 @@ class CollieProcessGroup(torch._C._distributed_c10d.ProcessGroup):
     def getBackendName(self):
         return BACKEND
 
-    def _submit(self, call, buffers, frame, blocking=None):
+    def _submit(self, op, buffers, frame, blocking=None, slots=(1, 0, 0), peer=-1, tag=0, reduce=0, flags=0,
+                timeout_ns=0, p2p=(), splits=((), ())):
+        """One op request (script_protocol.h's binary op): `op` torch's name of
+        the blocking form, `slots` how many of `buffers` each slot takes (the
+        batch's follow), `p2p` the batch's (send, peer, tag)."""
         if blocking is None:
             blocking = _blocking(frame)
-        head = dict(call)
-        head["t"] = "op"
-        head["group"] = self._gid
-        head.setdefault("async", not blocking)
-        head["tensors"] = [_meta(t) for t in buffers]
-        head["where"] = user_stack(frame)
-        answer, blobs = request(head, [_bytes(t) for t in buffers])
+        if not blocking:
+            flags |= _ASYNC
+        dtypes = _state.dtypes
+        meta = []
+        for t in buffers:
+            code = dtypes.get(t.dtype)
+            if code is None:
+                raise _unsupported(t)
+            meta.append(_BUFFER.pack(code, t.numel()))
+        for send, peer_, tag_ in p2p:
+            meta.append(_P2P.pack(send, peer_, tag_))
+        for sizes in splits:
+            meta.extend(_SPLIT.pack(v) for v in sizes)
+        rest = (_state.kinds[op], reduce, slots[0], 0, slots[1], slots[2], self._gid, peer, tag, timeout_ns, len(p2p),
+                len(splits[0]), len(splits[1]), 0)
+        answer, blobs = request_binary(REQUEST_OP, 1, flags, rest, user_site(frame), b"".join(meta),
+                                       [_bytes(t) for t in buffers])
         if answer.get("t") == "failed" and answer.get("at_issue"):
             raise CollieError(answer.get("error", "collie: the op failed"))
         work = CollieWork(answer.get("op", -1), buffers, self._members)
@@ -254,84 +286,67 @@ class CollieProcessGroup(torch._C._distributed_c10d.ProcessGroup):
 
     def allreduce(self, tensors, opts=None):
         t = _one(tensors, "all_reduce")
-        reduce = _reduce_op(opts) if opts is not None else "SUM"
-        return self._submit({"op": "all_reduce", "reduce_op": reduce, "layout": {"tensor": 1}}, [t],
-                            sys._getframe(1))
+        reduce = _reduce_op(opts) if opts is not None else _state.reduce_ops["SUM"]
+        return self._submit("all_reduce", [t], sys._getframe(1), reduce=reduce)
 
     def broadcast(self, tensors, opts=None):
         t = _one(tensors, "broadcast")
-        return self._submit({"op": "broadcast", "peer": self._root(opts), "layout": {"tensor": 1}}, [t],
-                            sys._getframe(1))
+        return self._submit("broadcast", [t], sys._getframe(1), peer=self._root(opts))
 
     def reduce(self, tensors, opts=None):
         t = _one(tensors, "reduce")
-        return self._submit({"op": "reduce", "peer": self._root(opts), "reduce_op": _reduce_op(opts),
-                             "layout": {"tensor": 1}}, [t], sys._getframe(1))
+        return self._submit("reduce", [t], sys._getframe(1), peer=self._root(opts), reduce=_reduce_op(opts))
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         t = _one(input_tensors, "all_gather")
         outs = _one(output_tensors, "all_gather")
-        return self._submit({"op": "all_gather", "layout": {"tensor": 1, "list": len(outs)}}, [t, *outs],
-                            sys._getframe(1))
+        return self._submit("all_gather", [t, *outs], sys._getframe(1), slots=(1, len(outs), 0))
 
     def _allgather_base(self, output, input, opts=None):
-        return self._submit({"op": "all_gather_into_tensor", "layout": {"tensor": 1, "output": 1}}, [input, output],
-                            sys._getframe(1))
+        return self._submit("all_gather_into_tensor", [input, output], sys._getframe(1), slots=(1, 0, 1))
 
     def gather(self, output_tensors, input_tensors, opts=None):
         t = _one(input_tensors, "gather")
         outs = output_tensors[0] if output_tensors else []
-        layout = {"tensor": 1}
-        if outs:
-            layout["list"] = len(outs)
-        return self._submit({"op": "gather", "peer": self._root(opts), "layout": layout}, [t, *outs],
-                            sys._getframe(1))
+        return self._submit("gather", [t, *outs], sys._getframe(1), slots=(1, len(outs), 0), peer=self._root(opts))
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         t = _one(output_tensors, "scatter")
         ins = input_tensors[0] if input_tensors else []
-        layout = {"tensor": 1}
-        if ins:
-            layout["list"] = len(ins)
-        return self._submit({"op": "scatter", "peer": self._root(opts), "layout": layout}, [t, *ins],
-                            sys._getframe(1))
+        return self._submit("scatter", [t, *ins], sys._getframe(1), slots=(1, len(ins), 0), peer=self._root(opts))
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "reduce_scatter")
         ins = _one(input_tensors, "reduce_scatter")
-        return self._submit({"op": "reduce_scatter", "reduce_op": _reduce_op(opts),
-                             "layout": {"list": len(ins), "output": 1}}, [*ins, out], sys._getframe(1))
+        return self._submit("reduce_scatter", [*ins, out], sys._getframe(1), slots=(0, len(ins), 1),
+                            reduce=_reduce_op(opts))
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        return self._submit({"op": "reduce_scatter_tensor", "reduce_op": _reduce_op(opts),
-                             "layout": {"tensor": 1, "output": 1}}, [input, output], sys._getframe(1))
+        return self._submit("reduce_scatter_tensor", [input, output], sys._getframe(1), slots=(1, 0, 1),
+                            reduce=_reduce_op(opts))
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
-        return self._submit({"op": "all_to_all", "layout": {"list": len(input_tensors), "output": len(output_tensors)}},
-                            [*input_tensors, *output_tensors], sys._getframe(1))
+        return self._submit("all_to_all", [*input_tensors, *output_tensors], sys._getframe(1),
+                            slots=(0, len(input_tensors), len(output_tensors)))
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        call = {"op": "all_to_all_single", "layout": {"tensor": 1, "output": 1}}
-
         def elements(sizes, t):
+            if not sizes:
+                return ()
             rows = t.shape[0] if t.dim() > 0 else 1
             row = t.numel() // rows if rows else 0
             return [int(s) * row for s in sizes]
 
-        if input_split_sizes:
-            call["input_split_sizes"] = elements(input_split_sizes, input)
-        if output_split_sizes:
-            call["output_split_sizes"] = elements(output_split_sizes, output)
-        return self._submit(call, [input, output], sys._getframe(1))
+        return self._submit("all_to_all_single", [input, output], sys._getframe(1), slots=(1, 0, 1),
+                            splits=(elements(input_split_sizes, input), elements(output_split_sizes, output)))
 
     def barrier(self, opts=None):
-        return self._submit({"op": "barrier", "layout": {}}, [], sys._getframe(1))
+        return self._submit("barrier", [], sys._getframe(1), slots=(0, 0, 0))
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
-        call = {"op": "monitored_barrier", "layout": {}, "wait_all_ranks": bool(wait_all_ranks)}
-        if timeout is not None:
-            call["timeout_ns"] = int(timeout.total_seconds() * 1e9)
-        self._submit(call, [], sys._getframe(2), blocking=True).wait()
+        self._submit("monitored_barrier", [], sys._getframe(2), blocking=True, slots=(0, 0, 0),
+                     flags=_WAIT_ALL_RANKS if wait_all_ranks else 0,
+                     timeout_ns=int(timeout.total_seconds() * 1e9) if timeout is not None else 0).wait()
 
     def allreduce_coalesced(self, tensors, opts=None):
         raise CollieError("collie: all_reduce_coalesced is not one of collie's ops (core/op.h)")
@@ -339,34 +354,25 @@ class CollieProcessGroup(torch._C._distributed_c10d.ProcessGroup):
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         raise CollieError("collie: all_gather_coalesced is not one of collie's ops (core/op.h)")
 
-    # -- point-to-point
+    # -- point-to-point (the async forms are the blocking ones' kinds, flagged async)
 
     def send(self, tensors, dst, tag=0):
-        frame = sys._getframe(1)
-        blocking = _blocking(frame)
-        return self._submit({"op": "send" if blocking else "isend", "peer": self._members[dst], "tag": tag,
-                             "layout": {"tensor": 1}}, [_one(tensors, "send")], frame, blocking)
+        return self._submit("send", [_one(tensors, "send")], sys._getframe(1), peer=self._members[dst], tag=tag)
 
     def recv(self, tensors, src, tag=0):
-        frame = sys._getframe(1)
-        blocking = _blocking(frame)
-        return self._submit({"op": "recv" if blocking else "irecv", "peer": self._members[src], "tag": tag,
-                             "layout": {"tensor": 1}}, [_one(tensors, "recv")], frame, blocking)
+        return self._submit("recv", [_one(tensors, "recv")], sys._getframe(1), peer=self._members[src], tag=tag)
 
     def recv_anysource(self, tensors, tag=0):
-        frame = sys._getframe(1)
-        blocking = _blocking(frame)
-        return self._submit({"op": "recv" if blocking else "irecv", "any_source": True, "tag": tag,
-                             "layout": {"tensor": 1}}, [_one(tensors, "recv")], frame, blocking)
+        return self._submit("recv", [_one(tensors, "recv")], sys._getframe(1), flags=_ANY_SOURCE, tag=tag)
 
     def _batch(self, ops, frame):
         p2p = []
         buffers = []
         for op in ops:
             name = getattr(op.op, "__name__", "")
-            p2p.append({"send": name in ("isend", "send"), "peer": int(op.peer), "tag": int(op.tag)})
+            p2p.append((1 if name in ("isend", "send") else 0, int(op.peer), int(op.tag)))
             buffers.append(op.tensor)
-        return self._submit({"op": "batch_isend_irecv", "layout": {}, "p2p": p2p}, buffers, frame, blocking=False)
+        return self._submit("batch_isend_irecv", buffers, frame, blocking=False, slots=(0, 0, 0), p2p=p2p)
 
 
 # ---- creation --------------------------------------------------------------------
@@ -434,6 +440,7 @@ def install(dist):
         answer, _ = request(head)
         if answer.get("t") != "ready":
             raise RuntimeError(answer.get("error", "collie: init_process_group was refused"))
+        _learn_codes(answer["codes"])
         _state.requested = str(backend).lower() if backend is not None else None
         _state.pending = (answer.get("group", 0), list(range(world_size)))
         try:
