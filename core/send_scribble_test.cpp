@@ -47,6 +47,58 @@ RC_GTEST_PROP(SendScribble, AnyEightBytesInARowOfAScribbledRegionAreFoundAndRest
   RC_ASSERT(!s.pending());
 }
 
+RC_GTEST_PROP(SendScribble, ARegionAtAnyAlignmentIsScribbledWhollyAndNothingBesideIt, ()) {
+  const auto size = *rc::gen::inRange<std::size_t>(8, 200);
+  const auto lead = *rc::gen::inRange<std::size_t>(0, 16);
+  const auto trail = *rc::gen::inRange<std::size_t>(0, 16);
+  std::vector<std::byte> buf = random_bytes(lead + size + trail);
+  const std::vector<std::byte> before = buf;
+  RecordingTransport owner(0, 1);
+  SendScribble s(&owner);
+  s.scribble(std::span<std::byte>(buf).subspan(lead, size), nullptr);
+  for (std::size_t k = 0; k < lead; ++k) RC_ASSERT(buf[k] == before[k]);
+  for (std::size_t k = lead + size; k < buf.size(); ++k) RC_ASSERT(buf[k] == before[k]);
+  for (std::size_t k = lead; k + 8 <= lead + size; ++k)
+    RC_ASSERT(holds_scribble(std::span<const std::byte>(buf).subspan(k, 8)));
+  s.restore();
+  RC_ASSERT(buf == before);
+}
+
+// holds_scribble looks closely only around every fourth byte: it must say
+// what a look at every pair says, on payloads dense with pattern bytes
+// (runs of 6, 7, 8 and more, broken anywhere).
+RC_GTEST_PROP(SendScribble, FindsARunExactlyWhereAPairByPairScanDoes, ()) {
+  const auto size = *rc::gen::inRange<std::size_t>(0, 120);
+  std::vector<std::byte> region(64);
+  RecordingTransport owner(0, 1);
+  SendScribble s(&owner);
+  s.scribble(region, nullptr);  // region now holds the pattern, by address
+  std::vector<std::byte> v(size);
+  for (auto& b : v) {
+    const auto pick = *rc::gen::inRange(0, 10);
+    b = pick < 9 ? region[static_cast<std::size_t>(*rc::gen::inRange(0, 64))] : static_cast<std::byte>(0);
+  }
+  // Plant a run of 5 to 10 bytes of the pattern somewhere.
+  if (size >= 10) {
+    const auto len = *rc::gen::inRange<std::size_t>(5, 11);
+    const auto at = *rc::gen::inRange<std::size_t>(0, size - len + 1);
+    const auto from = *rc::gen::inRange<std::size_t>(0, 64 - len);
+    std::copy_n(region.begin() + static_cast<std::ptrdiff_t>(from), len, v.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  std::vector<std::byte> next_of(256);  // the pattern's successor of each byte, from the region
+  for (std::size_t k = 0; k + 1 < region.size(); ++k) next_of[static_cast<std::uint8_t>(region[k])] = region[k + 1];
+  bool naive = false;
+  int run = 0;
+  for (std::size_t k = 0; k + 1 < v.size(); ++k) {
+    const bool follows = next_of[static_cast<std::uint8_t>(v[k])] != std::byte{0} &&
+                         next_of[static_cast<std::uint8_t>(v[k])] == v[k + 1];
+    run = follows ? run + 1 : 0;
+    naive = naive || run >= 7;
+  }
+  RC_ASSERT(holds_scribble(v) == naive);
+  s.restore();
+}
+
 RC_GTEST_PROP(SendScribble, PayloadsOfProgramsDoNotHoldThePattern, ()) {
   // Random bytes, and the small integers and repeated values programs send.
   const auto n = *rc::gen::inRange<std::size_t>(0, 2048);
