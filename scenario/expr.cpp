@@ -1,6 +1,10 @@
 #include "scenario/expr.h"
 
 #include <cctype>
+#include <optional>
+#include <cstdint>
+#include <climits>
+#include <array>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -14,11 +18,36 @@ namespace collie::scenario {
 
 struct Expr::Node {
   enum Kind { kNum, kVar, kUnary, kBinary, kCall } kind;
+  // What an operator or function node computes: `name` resolved when the
+  // node is made, so that evaluating compares no strings.
+  enum class Op : std::uint8_t {
+    kNone, kNot, kNeg, kIf, kAbs, kMin, kMax, kAnd, kOr,
+    kEq, kNe, kLt, kLe, kGt, kGe, kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow,
+  };
   Value num;
   std::string name;  // variable, operator or function
+  Op op = Op::kNone;
+  int slot = -1;     // a variable's slot in Vars::kNames
   std::vector<std::shared_ptr<const Node>> args;
   int depth = 1;     // levels of nodes below and including this one
 };
+
+int Vars::slot(std::string_view name) {
+  for (std::size_t k = 0; k < kNames.size(); ++k)
+    if (kNames[k] == name) return static_cast<int>(k);
+  return -1;
+}
+
+Vars::Vars(std::initializer_list<std::pair<std::string_view, Value>> init) {
+  for (const auto& [name, value] : init) (*this)[name] = value;
+}
+
+Value& Vars::operator[](std::string_view name) {
+  const int k = slot(name);
+  if (k < 0) throw std::logic_error("'" + std::string(name) + "' is not an expression variable");
+  set_ = static_cast<std::uint8_t>(set_ | (1u << k));
+  return values_[static_cast<std::size_t>(k)];
+}
 
 namespace {
 
@@ -61,11 +90,30 @@ class Parser {
     auto n = std::make_shared<Expr::Node>();
     n->kind = kind;
     n->name = std::move(name);
+    if (kind == Expr::Node::kVar) {
+      n->slot = Vars::slot(n->name);
+      if (n->slot < 0) throw std::logic_error("expression variable '" + n->name + "' has no slot in Vars");
+    } else {
+      n->op = op_of(kind, n->name);
+    }
     for (const auto& a : args) n->depth = std::max(n->depth, a->depth + 1);
     n->args = std::move(args);
     if (n->depth > Expr::kMaxDepth)
       fail("nests deeper than " + std::to_string(Expr::kMaxDepth) + " levels (parentheses, operators and calls)");
     return n;
+  }
+  static Expr::Node::Op op_of(Expr::Node::Kind kind, const std::string& name) {
+    using Op = Expr::Node::Op;
+    if (kind == Expr::Node::kUnary) return name == "not" ? Op::kNot : Op::kNeg;
+    static const std::pair<const char*, Op> kOps[] = {
+        {"if", Op::kIf},   {"abs", Op::kAbs}, {"min", Op::kMin}, {"max", Op::kMax}, {"and", Op::kAnd},
+        {"or", Op::kOr},   {"==", Op::kEq},   {"!=", Op::kNe},   {"<", Op::kLt},    {"<=", Op::kLe},
+        {">", Op::kGt},    {">=", Op::kGe},   {"+", Op::kAdd},   {"-", Op::kSub},   {"*", Op::kMul},
+        {"/", Op::kDiv},   {"//", Op::kFloorDiv}, {"%", Op::kMod}, {"**", Op::kPow},
+    };
+    for (const auto& [text, op] : kOps)
+      if (name == text) return op;
+    return Op::kNone;
   }
   NodeP bin(const std::string& op, NodeP a, NodeP b) { return node(Expr::Node::kBinary, op, {std::move(a), std::move(b)}); }
   NodeP un(const std::string& op, NodeP a) { return node(Expr::Node::kUnary, op, {std::move(a)}); }
@@ -298,29 +346,31 @@ Value float_pow(double a, double b) {
   return Value::real(r);
 }
 
-Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+using Op = Expr::Node::Op;
+
+// a op b for +, -, *, /, //, % and ** (`text`: the operator as written).
+Value arithmetic(Op op, const std::string& text, const Value& a, const Value& b) {
   if (a.is_int() && b.is_int()) {
     const Int x = a.integer(), y = b.integer();
     Int r = 0;
-    if (op == "+") {
-      if (__builtin_add_overflow(x, y, &r)) beyond_128_bits("+");
-      return Value::integer(r);
+    switch (op) {
+      case Op::kAdd:
+        if (__builtin_add_overflow(x, y, &r)) beyond_128_bits("+");
+        return Value::integer(r);
+      case Op::kSub:
+        if (__builtin_sub_overflow(x, y, &r)) beyond_128_bits("-");
+        return Value::integer(r);
+      case Op::kMul:
+        if (__builtin_mul_overflow(x, y, &r)) beyond_128_bits("*");
+        return Value::integer(r);
+      case Op::kPow:
+        if (y >= 0) return int_pow(x, y);
+        if (x == 0) throw Refused{"0 cannot be raised to a negative power"};
+        return float_pow(a.to_double(), b.to_double());  // Python: a float
+      default: break;
     }
-    if (op == "-") {
-      if (__builtin_sub_overflow(x, y, &r)) beyond_128_bits("-");
-      return Value::integer(r);
-    }
-    if (op == "*") {
-      if (__builtin_mul_overflow(x, y, &r)) beyond_128_bits("*");
-      return Value::integer(r);
-    }
-    if (op == "**") {
-      if (y >= 0) return int_pow(x, y);
-      if (x == 0) throw Refused{"0 cannot be raised to a negative power"};
-      return float_pow(a.to_double(), b.to_double());  // Python: a float
-    }
-    if (y == 0) throw Refused{"division by zero (" + op + " 0)"};
-    if (op == "/") {
+    if (y == 0) throw Refused{"division by zero (" + text + " 0)"};
+    if (op == Op::kDiv) {
       // True division: correctly rounded when the quotient is whole
       // (2**60 / 2) or both are doubles exactly; otherwise it may round
       // twice (Python rounds once).
@@ -328,7 +378,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value::real(static_cast<double>(x) / static_cast<double>(y));
     }
     if (x == Value::kIntMin && y == -1) {
-      if (op == "%") return Value(0);
+      if (op == Op::kMod) return Value(0);
       beyond_128_bits("//");
     }
     Int q = x / y, m = x % y;
@@ -336,51 +386,56 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       q -= 1;
       m += y;
     }
-    return Value::integer(op == "//" ? q : m);
+    return Value::integer(op == Op::kFloorDiv ? q : m);
   }
   // A float on either side: both as floats (an integer rounded to nearest).
   const double x = a.to_double(), y = b.to_double();
-  if (op == "+") return Value::real(x + y);
-  if (op == "-") return Value::real(x - y);
-  if (op == "*") return Value::real(x * y);
-  if (op == "**") return float_pow(x, y);
-  if (y == 0) throw Refused{"division by zero (" + op + " 0)"};
-  if (op == "/") return Value::real(x / y);
+  switch (op) {
+    case Op::kAdd: return Value::real(x + y);
+    case Op::kSub: return Value::real(x - y);
+    case Op::kMul: return Value::real(x * y);
+    case Op::kPow: return float_pow(x, y);
+    default: break;
+  }
+  if (y == 0) throw Refused{"division by zero (" + text + " 0)"};
+  if (op == Op::kDiv) return Value::real(x / y);
   double div = 0, mod = 0;
   float_divmod(x, y, div, mod);
-  return Value::real(op == "//" ? div : mod);
+  return Value::real(op == Op::kFloorDiv ? div : mod);
 }
 
-Value comparison(const std::string& op, const Value& a, const Value& b) {
+Value comparison(Op op, const Value& a, const Value& b) {
   const std::optional<int> c = compare(a, b);
-  if (!c) return boolean(op == "!=");  // NaN: unordered, unequal
-  if (op == "==") return boolean(*c == 0);
-  if (op == "!=") return boolean(*c != 0);
-  if (op == "<") return boolean(*c < 0);
-  if (op == "<=") return boolean(*c <= 0);
-  if (op == ">") return boolean(*c > 0);
-  return boolean(*c >= 0);  // >=
+  if (!c) return boolean(op == Op::kNe);  // NaN: unordered, unequal
+  switch (op) {
+    case Op::kEq: return boolean(*c == 0);
+    case Op::kNe: return boolean(*c != 0);
+    case Op::kLt: return boolean(*c < 0);
+    case Op::kLe: return boolean(*c <= 0);
+    case Op::kGt: return boolean(*c > 0);
+    default: return boolean(*c >= 0);  // >=
+  }
 }
 
 Value eval_node(const Expr::Node& n, const Vars& vars) {
   switch (n.kind) {
     case Expr::Node::kNum: return n.num;
     case Expr::Node::kVar: {
-      auto it = vars.find(n.name);
-      if (it == vars.end()) throw std::logic_error("variable '" + n.name + "' is not set");
-      return it->second;
+      const Value* v = vars.get(n.slot);
+      if (v == nullptr) throw std::logic_error("variable '" + n.name + "' is not set");
+      return *v;
     }
     case Expr::Node::kUnary: {
       const Value a = eval_node(*n.args[0], vars);
-      if (n.name == "not") return boolean(!a.truthy());
+      if (n.op == Op::kNot) return boolean(!a.truthy());
       if (!a.is_int()) return Value::real(-a.real());
       if (a.integer() == Value::kIntMin) beyond_128_bits("-");
       return Value::integer(-a.integer());
     }
     case Expr::Node::kCall: {
       const Value a = eval_node(*n.args[0], vars);
-      if (n.name == "if") return eval_node(*n.args[a.truthy() ? 1 : 2], vars);
-      if (n.name == "abs") {
+      if (n.op == Op::kIf) return eval_node(*n.args[a.truthy() ? 1 : 2], vars);
+      if (n.op == Op::kAbs) {
         if (!a.is_int()) return Value::real(std::fabs(a.real()));
         if (a.integer() == Value::kIntMin) beyond_128_bits("abs");
         return Value::integer(a.integer() < 0 ? -a.integer() : a.integer());
@@ -388,21 +443,136 @@ Value eval_node(const Expr::Node& n, const Vars& vars) {
       const Value b = eval_node(*n.args[1], vars);
       // Python's min(a, b) is a unless b < a; max(a, b) is a unless b > a.
       const std::optional<int> c = compare(b, a);
-      if (n.name == "min") return c && *c < 0 ? b : a;
+      if (n.op == Op::kMin) return c && *c < 0 ? b : a;
       return c && *c > 0 ? b : a;
     }
     case Expr::Node::kBinary: {
-      const std::string& op = n.name;
       const Value a = eval_node(*n.args[0], vars);
       // Python's and/or give an operand: 0 or 5 is 5, 2 and 3 is 3.
-      if (op == "and") return a.truthy() ? eval_node(*n.args[1], vars) : a;
-      if (op == "or") return a.truthy() ? a : eval_node(*n.args[1], vars);
+      if (n.op == Op::kAnd) return a.truthy() ? eval_node(*n.args[1], vars) : a;
+      if (n.op == Op::kOr) return a.truthy() ? a : eval_node(*n.args[1], vars);
       const Value b = eval_node(*n.args[1], vars);
-      if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=") return comparison(op, a, b);
-      return arithmetic(op, a, b);
+      switch (n.op) {
+        case Op::kEq: case Op::kNe: case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe:
+          return comparison(n.op, a, b);
+        default: return arithmetic(n.op, n.name, a, b);
+      }
     }
   }
   throw std::logic_error("unknown expression node");
+}
+
+}  // namespace
+
+struct Expr::IntCode {
+  struct Instr {
+    Expr::Node::Kind kind;  // kNum: push `k`; kVar: push variable `k`; else apply `op`
+    Op op;
+    std::int64_t k;
+  };
+  std::vector<Instr> code;
+  std::uint8_t vars = 0;  // bit k: uses Vars slot k
+};
+
+namespace {
+
+// Appends `n` to `out` in postorder; false when some node is not int64 work.
+bool compile_int(const Expr::Node& n, Expr::IntCode& out) {
+  for (const auto& a : n.args)
+    if (!compile_int(*a, out)) return false;
+  switch (n.kind) {
+    case Expr::Node::kNum: {
+      if (!n.num.is_int() || n.num.integer() < INT64_MIN || n.num.integer() > INT64_MAX) return false;
+      out.code.push_back({n.kind, Op::kNone, static_cast<std::int64_t>(n.num.integer())});
+      return true;
+    }
+    case Expr::Node::kVar:
+      out.vars = static_cast<std::uint8_t>(out.vars | (1u << n.slot));
+      out.code.push_back({n.kind, Op::kNone, n.slot});
+      return true;
+    default:
+      if (n.op == Op::kNone || n.op == Op::kDiv || n.op == Op::kPow) return false;
+      out.code.push_back({n.kind, n.op, 0});
+      return true;
+  }
+}
+
+// Runs `ic` over int64; nullopt when a variable is not an int64 integer or
+// a step leaves int64 (or divides by zero): the tree decides those.
+std::optional<std::int64_t> run_int(const Expr::IntCode& ic, const Vars& vars) {
+  std::array<std::int64_t, Vars::kNames.size()> var{};
+  for (std::size_t k = 0; k < var.size(); ++k) {
+    if (!((ic.vars >> k) & 1u)) continue;
+    const Value* v = vars.get(static_cast<int>(k));
+    if (v == nullptr || !v->is_int() || v->integer() < INT64_MIN || v->integer() > INT64_MAX) return std::nullopt;
+    var[k] = static_cast<std::int64_t>(v->integer());
+  }
+  std::array<std::int64_t, 2 * Expr::kMaxDepth + 2> stack;  // an "if" holds two values per level
+  std::size_t top = 0;  // stack[0, top) is in use
+  for (const auto& in : ic.code) {
+    if (in.kind == Expr::Node::kNum) {
+      stack[top++] = in.k;
+      continue;
+    }
+    if (in.kind == Expr::Node::kVar) {
+      stack[top++] = var[static_cast<std::size_t>(in.k)];
+      continue;
+    }
+    std::int64_t r = 0;
+    switch (in.op) {
+      case Op::kNot: stack[top - 1] = stack[top - 1] == 0; continue;
+      case Op::kNeg:
+        if (stack[top - 1] == INT64_MIN) return std::nullopt;
+        stack[top - 1] = -stack[top - 1];
+        continue;
+      case Op::kAbs:
+        if (stack[top - 1] == INT64_MIN) return std::nullopt;
+        stack[top - 1] = stack[top - 1] < 0 ? -stack[top - 1] : stack[top - 1];
+        continue;
+      case Op::kIf:  // args: cond, then, else
+        top -= 2;
+        stack[top - 1] = stack[top - 1] != 0 ? stack[top] : stack[top + 1];
+        continue;
+      default: break;
+    }
+    const std::int64_t x = stack[top - 2], y = stack[top - 1];
+    --top;
+    switch (in.op) {
+      case Op::kAnd: r = x != 0 ? y : x; break;
+      case Op::kOr: r = x != 0 ? x : y; break;
+      case Op::kMin: r = y < x ? y : x; break;
+      case Op::kMax: r = y > x ? y : x; break;
+      case Op::kEq: r = x == y; break;
+      case Op::kNe: r = x != y; break;
+      case Op::kLt: r = x < y; break;
+      case Op::kLe: r = x <= y; break;
+      case Op::kGt: r = x > y; break;
+      case Op::kGe: r = x >= y; break;
+      case Op::kAdd:
+        if (__builtin_add_overflow(x, y, &r)) return std::nullopt;
+        break;
+      case Op::kSub:
+        if (__builtin_sub_overflow(x, y, &r)) return std::nullopt;
+        break;
+      case Op::kMul:
+        if (__builtin_mul_overflow(x, y, &r)) return std::nullopt;
+        break;
+      case Op::kFloorDiv:
+      case Op::kMod: {
+        if (y == 0 || (x == INT64_MIN && y == -1)) return std::nullopt;
+        std::int64_t q = x / y, m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {  // floored, as Python's
+          q -= 1;
+          m += y;
+        }
+        r = in.op == Op::kFloorDiv ? q : m;
+        break;
+      }
+      default: return std::nullopt;
+    }
+    stack[top - 1] = r;
+  }
+  return stack[0];
 }
 
 // Whether `n` uses variable `name` (any variable when empty).
@@ -419,6 +589,8 @@ Expr Expr::parse(const std::string& text, const Location& where, const std::vect
   Expr e;
   Parser p(text, where, allowed);
   e.root_ = p.parse();
+  auto code = std::make_shared<IntCode>();
+  if (compile_int(*e.root_, *code)) e.int_code_ = std::move(code);
   e.text_ = text;
   e.where_ = where;
   return e;
@@ -435,6 +607,12 @@ Expr Expr::constant(Value v) {
 }
 
 Value Expr::eval(const Vars& vars) const {
+  if (int_code_)
+    if (const std::optional<std::int64_t> v = run_int(*int_code_, vars)) return Value(*v);
+  return eval_on_tree(vars);
+}
+
+Value Expr::eval_on_tree(const Vars& vars) const {
   if (!root_) return Value(0);
   try {
     return eval_node(*root_, vars);
@@ -450,7 +628,9 @@ std::string Expr::quoted(const std::string& text) {
 
 std::string Expr::describe_vars(const Vars& vars) {
   std::string out;
-  for (const auto& [name, value] : vars) out += (out.empty() ? "" : ", ") + name + "=" + value.str();
+  for (std::size_t k = 0; k < Vars::kNames.size(); ++k)
+    if (const Value* value = vars.get(static_cast<int>(k)))
+      out += (out.empty() ? "" : ", ") + std::string(Vars::kNames[k]) + "=" + value->str();
   return out;
 }
 

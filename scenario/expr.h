@@ -17,9 +17,13 @@
 // (parentheses, operators, calls): deeper ones are refused when parsed.
 #pragma once
 
-#include <map>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "scenario/location.h"
@@ -27,8 +31,31 @@
 
 namespace collie::scenario {
 
-// An evaluation's variables: rank, world, i, j, x.
-using Vars = std::map<std::string, Value>;
+// An evaluation's variables: each of the five names an expression may use
+// (kNames) set or not, written as a map's were --
+//   Vars v = {{"rank", 1}, {"world", 4}};  v["i"] = 3;
+// A parsed expression names its variables by slot, so an evaluation does
+// no string comparison (init and update expressions run once per element).
+class Vars {
+ public:
+  // Alphabetical: the order describe_vars lists them in.
+  static constexpr std::array<std::string_view, 5> kNames = {"i", "j", "rank", "world", "x"};
+  // The slot of `name` in kNames, or -1.
+  static int slot(std::string_view name);
+
+  Vars() = default;
+  Vars(std::initializer_list<std::pair<std::string_view, Value>> init);
+  // Sets `name` (0 until assigned). Throws std::logic_error for a name not
+  // in kNames.
+  Value& operator[](std::string_view name);
+  // The variable in `slot`, or nullptr when it is not set.
+  const Value* get(int slot) const { return (set_ >> slot) & 1u ? &values_[static_cast<std::size_t>(slot)] : nullptr; }
+  bool empty() const { return set_ == 0; }
+
+ private:
+  std::array<Value, kNames.size()> values_{};
+  std::uint8_t set_ = 0;  // bit k: slot k is set
+};
 
 class Expr {
  public:
@@ -45,6 +72,9 @@ class Expr {
   // Evaluates with the given variables (every variable it uses must be set).
   // Throws ScenarioError at the expression for what Python refuses.
   Value eval(const Vars& vars) const;
+  // The same evaluation on the expression's tree alone, without the int64
+  // program (below): the reference eval is tested against.
+  Value eval_on_tree(const Vars& vars) const;
   const Location& where() const { return where_; }
   // How errors quote an expression: its text, cut to 60 characters.
   static std::string quoted(const std::string& text);
@@ -56,9 +86,16 @@ class Expr {
   bool uses(const std::string& name) const;
 
   struct Node;
+  struct IntCode;
 
  private:
   std::shared_ptr<const Node> root_;
+  // The expression as a stack program over int64, when it has no float,
+  // no '/' and no '**': an evaluation whose variables and every step stay
+  // int64 gives the tree's value from it; any other (a float variable, an
+  // overflow, a division by zero, a branch Python would not take) is
+  // evaluated on the tree, which says what Python would.
+  std::shared_ptr<const IntCode> int_code_;
   std::string text_;
   Location where_;
 };

@@ -41,16 +41,33 @@ void store(Tensor& t, std::size_t i, const Value& x, const Expr& e, const Vars& 
   store_element(t, i, x);
 }
 
+// Element i of `t` := `e` with v's "i" = i, for every i. An expression
+// that does not use i is evaluated (and checked) once, at i = 0, and its
+// element copied: every element holds the same bits either way.
+void store_all(Tensor& t, const Expr& e, Vars& v) {
+  Value& element = v["i"];
+  element = 0;
+  if (t.count() == 0) return;
+  if (!e.uses("i")) {
+    store(t, 0, e.eval(v), e, v);
+    const std::size_t size = dtype_size(t.dtype());
+    auto* bytes = static_cast<std::byte*>(t.data());
+    for (std::size_t i = 1; i < t.count(); ++i) std::memcpy(bytes + i * size, bytes, size);
+    return;
+  }
+  for (std::size_t i = 0; i < t.count(); ++i) {
+    element = i;
+    store(t, i, e.eval(v), e, v);
+  }
+}
+
 void init_tensor(Tensor& t, const TensorSpec& spec, int rank, int world, int j) {
   if (!spec.values.empty()) {
     for (std::size_t i = 0; i < t.count(); ++i) store_element(t, i, spec.values[i]);  // checked when loaded
     return;
   }
-  Vars v = {{"rank", rank}, {"world", world}, {"j", j}, {"i", 0}};
-  for (std::size_t i = 0; i < t.count(); ++i) {
-    v["i"] = i;
-    store(t, i, spec.init.eval(v), spec.init, v);
-  }
+  Vars v = {{"rank", rank}, {"world", world}, {"j", j}};
+  store_all(t, spec.init, v);
 }
 
 // Element i of `a` and `b` (one dtype) as an expect step compares them:
@@ -375,9 +392,11 @@ struct Interpreter::State {
         for_each_tensor(step.tensor, [&](Tensor& t, int j) {
           auto v = vars();
           v["j"] = j;
+          Value& element = v["i"];
+          Value& x = v["x"];
           for (std::size_t i = 0; i < t.count(); ++i) {
-            v["i"] = i;
-            v["x"] = element_value(t, i);  // exact: an int64 element is its integer
+            element = i;
+            x = element_value(t, i);  // exact: an int64 element is its integer
             store(t, i, step.value.eval(v), step.value, v);
           }
         });
@@ -452,11 +471,9 @@ struct Interpreter::State {
       Tensor want(t.dtype(), t.shape());
       auto v = vars();
       v["j"] = j;
-      for (std::size_t i = 0; i < t.count(); ++i) {
-        v["i"] = i;
-        if (step.equals.empty()) store(want, i, step.value.eval(v), step.value, v);
-        else store_element(want, i, step.equals[i]);  // checked when loaded
-      }
+      if (step.equals.empty()) store_all(want, step.value, v);
+      else
+        for (std::size_t i = 0; i < t.count(); ++i) store_element(want, i, step.equals[i]);  // checked when loaded
       for (std::size_t i = 0; i < t.count(); ++i) {
         if (!same_element(t, want, i, step.tolerance)) {
           fail(step, what + step.tensor + (named().lists.count(step.tensor) ? "[" + std::to_string(j) + "]" : "") +
