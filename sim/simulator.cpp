@@ -489,8 +489,13 @@ void Simulator::process(const Event& e) {
       // Move the frame out first: the sink may post sends that reuse slots.
       const std::uint32_t slot = e.frame();
       const InFlight f = frames_in_flight_[slot];
-      std::vector<std::byte> copy;
-      if (!f.borrowed && slot < copies_.size()) copy = std::move(copies_[slot]);
+      std::span<const std::byte> payload;
+      if (f.borrowed) {
+        payload = std::span<const std::byte>(f.borrowed, f.header.bytes);
+      } else if (slot < copies_.size()) {
+        delivering_.swap(copies_[slot]);
+        payload = delivering_;
+      }
       free_frames_.push_back(slot);
       const FrameHeader& h = f.header;
       if (at.crashed) {
@@ -519,8 +524,6 @@ void Simulator::process(const Event& e) {
           static_cast<std::uint32_t>(h.tag));
       mix(h.channel_seq ^ (h.rendezvous_id << 20) ^ (h.fp.seq << 40));
       mix(h.bytes);
-      std::span<const std::byte> payload = f.borrowed ? std::span<const std::byte>(f.borrowed, h.bytes)
-                                                      : std::span<const std::byte>(copy);
       ep(h.dst).sink->on_frame(h, payload);
       if (f.cookie) {
         Endpoint& sender = ep(h.src);

@@ -150,6 +150,10 @@ class Simulator final : public OpObserver {
   std::vector<InFlight> frames_in_flight_;  // reserved for one frame per rank
   std::vector<std::uint32_t> free_frames_;  // reused last freed first (its lines are the warmest)
   std::vector<std::vector<std::byte>> copies_;  // by slot: eager payloads (materialised runs)
+  // The payload being delivered: swapped with its slot's copy, so that the
+  // buffers go round between the slots and this one instead of being made
+  // and freed per message.
+  std::vector<std::byte> delivering_;
   std::vector<Flow> flows_;                     // by slot: traced runs
   // Fills slot's payload copy and trace record (each only where needed).
   void keep(std::uint32_t slot, std::span<const std::byte> copy, Nanos sent_at);
