@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   std::size_t bytes = 1 << 20;
   std::string algorithm = "auto";
   bool scale = false;
+  bool deferred = true;
+  std::size_t column_bytes = 4096;
+  std::size_t pad_bytes = 4096;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool value = i + 1 < argc;
@@ -70,8 +73,13 @@ int main(int argc, char** argv) {
     else if (a == "--bytes" && value) bytes = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--iters" && value) iters = std::atoi(argv[++i]);
     else if (a == "--algorithm" && value) algorithm = argv[++i];
+    else if (a == "--memory" && value && (std::string(argv[i + 1]) == "deferred" || std::string(argv[i + 1]) == "immediate"))
+      deferred = std::string(argv[++i]) == "deferred";
+    else if (a == "--column-bytes" && value) column_bytes = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--pad-bytes" && value) pad_bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: sim_allreduce [--ranks N] [--bytes B] [--iters K] [--algorithm NAME] [--scale]\n");
+      std::fprintf(stderr, "usage: sim_allreduce [--ranks N] [--bytes B] [--iters K] [--algorithm NAME] [--scale]\n"
+                           "                     [--memory deferred|immediate] [--column-bytes B]\n");
       return 2;
     }
   }
@@ -83,11 +91,17 @@ int main(int argc, char** argv) {
     o.network.jitter_fraction = 0.0;
   }
   if (auto a = collie::parse_algorithm(algorithm)) o.force_algorithm = *a;
+  // Deferred memory, column-blocked: a period of one buffer, so that the
+  // same place in every rank's buffer falls in one column.
+  const std::size_t buffer_bytes = bytes / sizeof(float) * sizeof(float) + pad_bytes;
+  deferred = deferred && !scale && column_bytes >= 64 && column_bytes % 64 == 0 && buffer_bytes >= column_bytes &&
+             buffer_bytes % column_bytes == 0;
+  if (deferred) o.deferred_memory = collie::sim::DeferredMemoryOptions{column_bytes, buffer_bytes / column_bytes};
   const auto t0 = std::chrono::steady_clock::now();
   collie::sim::SimWorld world(ranks, o);
   world.simulator().set_timing_only(scale);
   const std::size_t count = bytes / sizeof(float);
-  const std::size_t stride = count * sizeof(float);
+  const std::size_t stride = count * sizeof(float) + pad_bytes;
   const std::vector<std::int64_t> shape{static_cast<std::int64_t>(count)};
   std::vector<collie::TensorView> data;
   std::vector<collie::Tensor> phantoms;
@@ -100,15 +114,17 @@ int main(int argc, char** argv) {
     memory = arena(std::max<std::size_t>(1, stride * static_cast<std::size_t>(ranks)));
     for (int r = 0; r < ranks; ++r) {
       auto* p = reinterpret_cast<float*>(memory.get() + stride * static_cast<std::size_t>(r));
-      data.push_back(collie::TensorView{p, collie::DType::kFloat32, count, collie::MemorySpace::kHost});
+      data.push_back(collie::TensorView{p, collie::DType::kFloat32, count,
+                                        deferred ? collie::MemorySpace::kDevice : collie::MemorySpace::kHost});
       // (r + i) & 7 repeats every 8 ranks: ranks from 8 on copy rank r - 8's.
       if (r >= 8) {
-        std::memcpy(p, data[static_cast<std::size_t>(r - 8)].data, stride);
+        std::memcpy(p, data[static_cast<std::size_t>(r - 8)].data, count * sizeof(float));
         continue;
       }
       for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>((static_cast<std::size_t>(r) + i) & 7);
     }
   }
+  const auto run_t0 = std::chrono::steady_clock::now();
   auto res = world.run([&](collie::Communicator& c) -> collie::Task<void> {
     // The Work is named: awaited as a temporary, the call's other
     // temporaries (its default Group and options, the TensorView) would
@@ -119,17 +135,23 @@ int main(int argc, char** argv) {
     }
   });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double run_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_t0).count();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   if (!res.ok()) {
     std::fprintf(stderr, "%s\n", res.describe().c_str());
     return 1;
   }
-  std::printf("collie: ranks %d bytes %zu iters %d simulated_s %.6f wall_s %.3f events %llu events_per_s %.0f "
+  std::printf("collie: ranks %d bytes %zu iters %d simulated_s %.6f wall_s %.3f run_s %.3f events %llu events_per_s %.0f "
               "peak_rss_mb %.1f check %.1f trace %016llx\n",
-              ranks, bytes, iters, static_cast<double>(res.end_time) * 1e-9, wall,
+              ranks, bytes, iters, static_cast<double>(res.end_time) * 1e-9, wall, run_wall,
               static_cast<unsigned long long>(res.events), static_cast<double>(res.events) / wall,
               static_cast<double>(ru.ru_maxrss) / 1024.0, scale ? 0.0 : static_cast<double>(static_cast<const float*>(data[0].data)[1]),
               static_cast<unsigned long long>(res.trace_hash));
+  if (const auto* d = world.simulator().deferred_memory())
+    std::printf("memory: deferred, %zu B columns; %llu operations logged, %llu run at once, %llu flushes, %llu pieces, %.3f s flushing\n",
+                column_bytes, static_cast<unsigned long long>(d->counts().logged),
+                static_cast<unsigned long long>(d->counts().immediate),
+                static_cast<unsigned long long>(d->counts().flushes), static_cast<unsigned long long>(d->counts().pieces), d->counts().flush_s);
   return 0;
 }

@@ -43,6 +43,7 @@ SimWorld::SimWorld(int world_size, SimOptions options) : opts_(options) {
   if (world_size < 1) throw Error(ErrorKind::kInvalidArgument, OpContext{}, "world size must be at least 1");
   sim_ = std::make_unique<Simulator>(world_size, opts_.seed, opts_.network, opts_.faults);
   if (opts_.trace) sim_->enable_trace();
+  if (opts_.deferred_memory) sim_->defer_memory(*opts_.deferred_memory);
   std::vector<Transport*> ts;
   for (int r = 0; r < world_size; ++r) ts.push_back(&sim_->transport(r));
   CommunicatorOptions co = communicator_options(opts_);
@@ -60,6 +61,7 @@ SimResult SimWorld::run(const RankProgram& program) {
   ctx.faults = [sim] { return injected_faults(*sim); };
   ctx.crashed = [sim](int r) { return sim->crashed(r); };
   SimResult res = world_->run(program, ctx);
+  sim_->synchronize_memory();
   res.trace_hash = sim_->trace_hash();
   res.events = sim_->events_processed();
   res.frames = sim_->frames_delivered();

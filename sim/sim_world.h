@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/local_world.h"
@@ -23,6 +24,10 @@ struct SimOptions {
   Nanos default_timeout_ns = 0;  // every op's timeout (0: none)
   bool trace = false;            // record a Chrome trace (simulator().trace())
   std::string replay;            // the command reports end with
+  // Set: the ranks' memory is deferred (Simulator::defer_memory): tensors
+  // are device views (MemorySpace::kDevice) that host code leaves alone
+  // until run() returns, which synchronizes memory.
+  std::optional<DeferredMemoryOptions> deferred_memory;
 };
 
 // What the simulator broke, in the form deadlock diagnosis reads.

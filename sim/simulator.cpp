@@ -48,18 +48,44 @@ class alignas(64) Simulator::Endpoint final : public Transport {
 
   bool moves_payloads() const override { return !sim.timing_only_; }
 
-  // Memory: skipped in timing-only mode, where tensors have no bytes.
+  // Memory: skipped in timing-only mode, where tensors have no bytes;
+  // logged with deferred memory.
+  MemorySpace memory_space() const override { return sim.deferred_ ? MemorySpace::kDevice : MemorySpace::kHost; }
   void copy(void* dst, const void* src, std::size_t bytes) override {
-    if (!sim.timing_only_) streaming_copy(dst, src, bytes);
+    if (sim.timing_only_) return;
+    if (sim.deferred_) {
+      sim.before_write(dst, bytes);
+      sim.deferred_->copy(dst, src, bytes);
+      return;
+    }
+    streaming_copy(dst, src, bytes);
   }
   void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) override {
-    if (!sim.timing_only_) Transport::reduce(dst, src, count, dtype, op);
+    if (sim.timing_only_) return;
+    if (sim.deferred_) {
+      sim.before_write(dst, count * dtype_size(dtype));
+      sim.deferred_->reduce(dst, src, count, dtype, op);
+      return;
+    }
+    Transport::reduce(dst, src, count, dtype, op);
   }
   void finish_average(void* dst, std::size_t count, DType dtype, int divisor) override {
-    if (!sim.timing_only_) Transport::finish_average(dst, count, dtype, divisor);
+    if (sim.timing_only_) return;
+    if (sim.deferred_) {
+      sim.before_write(dst, count * dtype_size(dtype));
+      sim.deferred_->finish_average(dst, count, dtype, divisor);
+      return;
+    }
+    Transport::finish_average(dst, count, dtype, divisor);
   }
   std::shared_ptr<std::byte> allocate(std::size_t bytes) override {
-    return sim.timing_only_ ? nullptr : Transport::allocate(bytes);
+    if (sim.timing_only_) return nullptr;
+    std::shared_ptr<std::byte> p = Transport::allocate(bytes);
+    if (!sim.deferred_ || !p) return p;
+    // Freed once the log is done with it (and eager payloads read from it have their own copies).
+    Simulator* s = &sim;
+    std::byte* raw = p.get();
+    return std::shared_ptr<std::byte>(raw, [s, p, bytes](std::byte*) mutable { s->release_deferred(std::move(p), bytes); });
   }
 
   const Skew& skew() const { return sim.skews_[static_cast<std::size_t>(rank_)]; }
@@ -206,6 +232,62 @@ Simulator::~Simulator() = default;
 
 Transport& Simulator::transport(int rank) { return ep(rank); }
 
+void Simulator::defer_memory(DeferredMemoryOptions options) { deferred_ = std::make_unique<DeferredMemory>(options); }
+
+void Simulator::synchronize_memory() {
+  if (!deferred_) return;
+  // Frames still in flight stop reading their senders' buffers: the host may
+  // touch those from now on.
+  while (!snapshots_.empty()) materialize(snapshots_.begin());
+  deferred_->flush();
+}
+
+void Simulator::track_snapshot(std::uint32_t slot, const std::byte* src, std::size_t bytes) {
+  const auto from = reinterpret_cast<std::uintptr_t>(src);
+  snapshots_.emplace(from, Snapshot{from + bytes, slot});
+}
+
+void Simulator::materialize(std::multimap<std::uintptr_t, Snapshot>::iterator it) {
+  const std::uintptr_t from = it->first;
+  const std::size_t bytes = it->second.end - from;
+  const std::uint32_t slot = it->second.slot;
+  snapshots_.erase(it);
+  // The copy lies as far into the log's period as the bytes it copies, so
+  // that copying into it, and out of it to where they go, stay column-blocked.
+  const std::size_t period = deferred_->period_bytes();
+  std::shared_ptr<std::byte> block(new std::byte[bytes + period], std::default_delete<std::byte[]>());
+  const auto base = reinterpret_cast<std::uintptr_t>(block.get());
+  const std::uintptr_t at = base + (from % period + period - base % period) % period;
+  auto* copy = reinterpret_cast<std::byte*>(at);
+  deferred_->copy(copy, reinterpret_cast<const std::byte*>(from), bytes);
+  frames_in_flight_[slot].borrowed = copy;
+  if (materialized_.size() <= slot) materialized_.resize(frames_in_flight_.size());
+  materialized_[slot] = std::shared_ptr<std::byte>(block, copy);
+}
+
+void Simulator::before_write(const void* dst, std::size_t bytes) {
+  if (snapshots_.empty() || bytes == 0) return;
+  const auto from = reinterpret_cast<std::uintptr_t>(dst);
+  const std::uintptr_t to = from + bytes;
+  // A snapshot is at most the eager threshold long.
+  const std::size_t longest = model_.eager_threshold_bytes;
+  auto it = snapshots_.lower_bound(from > longest ? from - longest : 0);
+  while (it != snapshots_.end() && it->first < to) {
+    if (it->second.end > from) {
+      auto next = std::next(it);
+      materialize(it);
+      it = next;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Simulator::release_deferred(std::shared_ptr<std::byte> memory, std::size_t bytes) {
+  before_write(memory.get(), bytes);
+  deferred_->retain(std::move(memory), bytes);
+}
+
 void Simulator::push(Nanos time, EventKind kind, int rank, void* ptr, std::uint32_t frame) {
   const std::uint64_t payload = ptr ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)) : frame;
   queue_.push(Event{time, prng_.next(), order_++, payload, rank, static_cast<std::uint8_t>(kind)});
@@ -324,10 +406,17 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
   // ones are read from the sender's buffer at delivery, and the send completes
   // then, so the simulator holds no copy of them.
   if (timing_only_ && (h.kind == FrameKind::kEager || h.kind == FrameKind::kData)) payload = {};
+  const bool data = h.kind == FrameKind::kEager || h.kind == FrameKind::kData;
   if (h.bytes <= model_.eager_threshold_bytes) {
-    f.borrowed = nullptr;
     f.cookie = nullptr;
-    keep(slot, payload, start);
+    if (deferred_ && data && !payload.empty()) {
+      f.borrowed = payload.data();  // read at delivery, or copied before anything writes there
+      keep(slot, {}, start);
+      track_snapshot(slot, payload.data(), payload.size());
+    } else {
+      f.borrowed = nullptr;
+      keep(slot, payload, start);
+    }
     if (cookie) push(start + inject, EventKind::kSendComplete, src, cookie);
   } else {
     f.borrowed = payload.data();
@@ -342,7 +431,13 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     d.header = h;
     d.cookie = nullptr;
     d.borrowed = nullptr;
-    keep(dup, payload, start);
+    if (deferred_ && data && !payload.empty() && h.bytes <= model_.eager_threshold_bytes) {
+      d.borrowed = payload.data();
+      keep(dup, {}, start);
+      track_snapshot(dup, payload.data(), payload.size());
+    } else {
+      keep(dup, payload, start);
+    }
     push(arrival + static_cast<Nanos>(round_half_away(alpha)) + 1, EventKind::kDeliver, h.dst, nullptr, dup);
   }
 }
@@ -490,8 +585,21 @@ void Simulator::process(const Event& e) {
       const std::uint32_t slot = e.frame();
       const InFlight f = frames_in_flight_[slot];
       std::span<const std::byte> payload;
+      std::shared_ptr<std::byte> own;  // deferred memory: the payload's own copy, freed after on_frame()
       if (f.borrowed) {
         payload = std::span<const std::byte>(f.borrowed, f.header.bytes);
+        if (deferred_) {
+          if (slot < materialized_.size() && materialized_[slot]) {
+            own = std::move(materialized_[slot]);
+          } else {
+            const auto key = reinterpret_cast<std::uintptr_t>(f.borrowed);
+            for (auto [it, end] = snapshots_.equal_range(key); it != end; ++it)
+              if (it->second.slot == slot) {
+                snapshots_.erase(it);
+                break;
+              }
+          }
+        }
       } else if (slot < copies_.size()) {
         delivering_.swap(copies_[slot]);
         payload = delivering_;
@@ -499,6 +607,7 @@ void Simulator::process(const Event& e) {
       free_frames_.push_back(slot);
       const FrameHeader& h = f.header;
       if (at.crashed) {
+        if (own) release_deferred(std::move(own), payload.size());
         record(FaultRecord::Kind::kDeadDestination, h.src, h.dst, h, "");
         return;
       }
@@ -525,6 +634,7 @@ void Simulator::process(const Event& e) {
       mix(h.channel_seq ^ (h.rendezvous_id << 20) ^ (h.fp.seq << 40));
       mix(h.bytes);
       ep(h.dst).sink->on_frame(h, payload);
+      if (own) release_deferred(std::move(own), payload.size());
       if (f.cookie) {
         Endpoint& sender = ep(h.src);
         sender.clock = std::max(sender.clock, now_);

@@ -22,6 +22,7 @@
 
 #include "core/observer.h"
 #include "core/transport.h"
+#include "sim/deferred_memory.h"
 #include "sim/event_queue.h"
 #include "sim/explorer.h"
 #include "sim/faults.h"
@@ -84,6 +85,23 @@ class Simulator final : public OpObserver {
   void set_timing_only(bool on) { timing_only_ = on; }
   bool timing_only() const { return timing_only_; }
   const TraceRecorder* trace() const { return trace_.get(); }
+
+  // Deferred memory: the ranks' memory behaves as a device's (memory_space()
+  // is kDevice, so the core never loads or stores it itself). Every rank's
+  // copy(), reduce() and finish_average(), and the reading of an eager
+  // payload, is logged and run at synchronize_memory(), column-blocked
+  // (sim/deferred_memory.h says how and why that equals running each at
+  // once). An eager send's payload is read from the sender's buffer when it
+  // is delivered unless something writes those bytes first (then they are
+  // copied, in the log, just before). Requires of the caller: the tensors
+  // ops are given stay allocated, and host code neither reads nor writes
+  // them, from the op's start until synchronize_memory() (SimWorld::run
+  // calls it as it returns). Set before the ranks' communicators exist.
+  void defer_memory(DeferredMemoryOptions options);
+  bool defers_memory() const { return deferred_ != nullptr; }
+  // Runs every logged memory operation (a no-op without deferred memory).
+  void synchronize_memory();
+  const DeferredMemory* deferred_memory() const { return deferred_.get(); }
 
   // OpObserver: crash faults that target ops and steps; the trace.
   void op_begin(int rank, std::uint64_t id, const OpInfo& info, Nanos now) override;
@@ -175,6 +193,22 @@ class Simulator final : public OpObserver {
   Explorer* explorer_ = nullptr;
   bool timing_only_ = false;
   bool pop_explored(Event& out);
+  // Deferred memory (defer_memory()): the log, and the eager payloads still
+  // read from their senders' buffers (by address: end, slot).
+  struct Snapshot {
+    std::uintptr_t end;
+    std::uint32_t slot;
+  };
+  std::unique_ptr<DeferredMemory> deferred_;
+  std::multimap<std::uintptr_t, Snapshot> snapshots_;
+  std::vector<std::shared_ptr<std::byte>> materialized_;  // by slot: a snapshot's own copy, once made
+  // Before a logged write of [dst, dst + bytes): each eager payload still
+  // read from there gets its own copy first.
+  void before_write(const void* dst, std::size_t bytes);
+  void materialize(std::multimap<std::uintptr_t, Snapshot>::iterator it);
+  void track_snapshot(std::uint32_t slot, const std::byte* src, std::size_t bytes);
+  // Frees `memory` (the core's scratch) once the log no longer needs it.
+  void release_deferred(std::shared_ptr<std::byte> memory, std::size_t bytes);
   // Large worlds: the heap on transparent huge pages (sim/huge_pages.h).
   std::unique_ptr<HeapHugePages> huge_pages_;
 };
