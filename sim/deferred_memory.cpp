@@ -14,7 +14,8 @@ DeferredMemory::DeferredMemory(DeferredMemoryOptions options)
     : options_(options), period_(options.column_bytes * options.columns) {
   if (options_.column_bytes == 0 || options_.column_bytes % 64 != 0 || options_.columns == 0)
     throw std::invalid_argument("DeferredMemory: column_bytes must be a positive multiple of 64, columns positive");
-  by_column_.resize(options_.columns);
+  starts_.resize(options_.columns);
+  ends_.resize(options_.columns);
 }
 
 DeferredMemory::~DeferredMemory() = default;
@@ -59,8 +60,16 @@ void DeferredMemory::log(const Op& op) {
   o.first_column = static_cast<std::uint32_t>(o.first_block % columns);
   ++counts_.logged;
   const std::uintptr_t blocks = (d + op.bytes - 1) / cb - o.first_block + 1;
+  // Columns [first, first + n), wrapping round: where flush() holds the op active.
   const std::size_t n = static_cast<std::size_t>(std::min<std::uintptr_t>(blocks, columns));
-  for (std::size_t k = 0, c = o.first_column; k < n; ++k, c = c + 1 == columns ? 0 : c + 1) by_column_[c].push_back(index);
+  const std::size_t first = o.first_column;
+  starts_[first].push_back(index);
+  if (first + n < columns) {
+    ends_[first + n].push_back(index);
+  } else if (first + n > columns) {
+    active_at_zero_.push_back(index);
+    ends_[first + n - columns].push_back(index);
+  }
   if (ops_.size() >= options_.max_ops) flush();
 }
 
@@ -91,12 +100,26 @@ void DeferredMemory::flush() {
     ++counts_.flushes;
     const std::size_t cb = options_.column_bytes;
     const std::size_t columns = options_.columns;
+    // Sweep the columns in order, holding the set of ops active in the
+    // current one as a bitmap over the log: its bits in ascending order are
+    // the ops in issued order.
+    std::vector<std::uint64_t> active((ops_.size() + 63) / 64, 0);
+    auto set = [&](std::uint32_t i) { active[i / 64] |= std::uint64_t{1} << (i % 64); };
+    for (const std::uint32_t i : active_at_zero_) set(i);
+    std::vector<std::uint32_t> now;  // the current column's, in issued order
     for (std::size_t c = 0; c < columns; ++c) {
-      const std::vector<std::uint32_t>& list = by_column_[c];
-      for (std::size_t k = 0; k < list.size(); ++k) {
+      for (const std::uint32_t i : ends_[c]) active[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+      for (const std::uint32_t i : starts_[c]) set(i);
+      ends_[c].clear();
+      starts_[c].clear();
+      now.clear();
+      for (std::size_t w = 0; w < active.size(); ++w)
+        for (std::uint64_t bits = active[w]; bits != 0; bits &= bits - 1)
+          now.push_back(static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
+      for (std::size_t k = 0; k < now.size(); ++k) {
         // The log is larger than the caches by now: ask for the entries ahead.
-        if (k + 8 < list.size()) __builtin_prefetch(&ops_[list[k + 8]]);
-        const Op& op = ops_[list[k]];
+        if (k + 8 < now.size()) __builtin_prefetch(&ops_[now[k + 8]]);
+        const Op& op = ops_[now[k]];
         const auto d = reinterpret_cast<std::uintptr_t>(op.dst);
         const std::uintptr_t end = d + op.bytes;
         const auto s = reinterpret_cast<std::uintptr_t>(op.src);
@@ -110,8 +133,8 @@ void DeferredMemory::flush() {
           ++counts_.pieces;
         }
       }
-      by_column_[c].clear();
     }
+    active_at_zero_.clear();
     ops_.clear();
     counts_.flush_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

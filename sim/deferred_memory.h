@@ -104,8 +104,11 @@ class DeferredMemory {
   DeferredMemoryOptions options_;
   std::size_t period_;
   std::vector<Op> ops_;
-  // by column: the logged operations writing into it, in issued order
-  std::vector<std::vector<std::uint32_t>> by_column_;
+  // by column: the logged operations whose columns begin there, and those
+  // whose columns ended just before; and those whose columns wrap round
+  // past the last one (so that they are active in column 0).
+  std::vector<std::vector<std::uint32_t>> starts_, ends_;
+  std::vector<std::uint32_t> active_at_zero_;
   std::vector<std::shared_ptr<const void>> retained_;
   std::size_t retained_bytes_ = 0;
   Counts counts_;
