@@ -14,6 +14,13 @@
 // gives them on request: 1 GiB of data in 4 KiB pages took 262,144 page
 // faults, about as much CPU as two all_reduce iterations at 1,024 ranks.
 // Each buffer is filled once (no zeroing pass first).
+//
+// Memory is deferred (Simulator::defer_memory; --memory immediate for the
+// engine that runs each copy and reduction as it is issued): the log's
+// period is one buffer, so every rank's k-th block falls in one column.
+// Buffers lie --pad-bytes (default a page) apart: with buffers exactly
+// 1 MiB apart the same offset of every buffer maps to the same cache sets,
+// and a column's blocks evict each other (docs/PERFORMANCE.md).
 #include <sys/mman.h>
 #include <sys/resource.h>
 
