@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/communicator.h"
+#include "sim/faults.h"
 #include "sim/sim_world.h"
 
 namespace collie::sim {
@@ -32,14 +34,17 @@ struct Layout {
 };
 
 struct Outcome {
+  bool ok = false;
+  std::string report;
   std::vector<std::byte> memory;
   std::uint64_t trace_hash = 0;
   Nanos end_time = 0;
   DeferredMemory::Counts counts;
 };
 
-Outcome run_world(int world, Algorithm algorithm, bool deferred) {
+Outcome run_world(int world, Algorithm algorithm, bool deferred, const std::vector<std::string>& faults = {}) {
   SimOptions o;
+  for (const std::string& f : faults) EXPECT_FALSE(parse_fault(f, o.faults)) << f;
   o.seed = 3;
   o.force_algorithm = algorithm;
   o.network.eager_threshold_bytes = 4096;
@@ -103,16 +108,22 @@ Outcome run_world(int world, Algorithm algorithm, bool deferred) {
       }
     }
   });
-  EXPECT_TRUE(res.ok()) << res.describe();
+  if (faults.empty()) {
+    EXPECT_TRUE(res.ok()) << res.describe();
+  }
+  out.ok = res.ok();
+  out.report = res.describe();
   out.trace_hash = res.trace_hash;
   out.end_time = res.end_time;
   if (const DeferredMemory* d = w.simulator().deferred_memory()) out.counts = d->counts();
   return out;
 }
 
-void expect_same(int world, Algorithm algorithm) {
-  const Outcome now = run_world(world, algorithm, false);
-  const Outcome later = run_world(world, algorithm, true);
+void expect_same(int world, Algorithm algorithm, const std::vector<std::string>& faults = {}) {
+  const Outcome now = run_world(world, algorithm, false, faults);
+  const Outcome later = run_world(world, algorithm, true, faults);
+  EXPECT_EQ(later.ok, now.ok);
+  EXPECT_EQ(later.report, now.report);
   EXPECT_EQ(later.trace_hash, now.trace_hash);
   EXPECT_EQ(later.end_time, now.end_time);
   ASSERT_EQ(later.memory.size(), now.memory.size());
@@ -130,6 +141,16 @@ TEST(DeferredWorld, LeavesMemoryAndTimesAsRunningAtOnceDoesWithEveryAllReduceAlg
     expect_same(8, a);
     expect_same(6, a);  // not a power of two
   }
+}
+
+TEST(DeferredWorld, DelayedReorderedAndDuplicatedFramesLeaveTheSameMemoryAndReport) {
+  // Late eager payloads are more often overwritten before they arrive; a
+  // duplicate carries its own copy of the bytes as they were at the post.
+  expect_same(8, Algorithm::kAuto, {"delay:p=0.5,us=40"});
+  expect_same(6, Algorithm::kRing, {"reorder:p=0.3,max_us=25"});
+  expect_same(8, Algorithm::kHalvingDoubling, {"duplicate:src=3,nth=4"});
+  EXPECT_FALSE(run_world(8, Algorithm::kHalvingDoubling, true, {"duplicate:src=3,nth=4"}).ok)
+      << "the duplicate fault never fired";
 }
 
 TEST(DeferredWorld, AnEagerPayloadOverwrittenBeforeItsDeliveryArrivesAsItWasSent) {

@@ -242,9 +242,11 @@ void Simulator::synchronize_memory() {
   deferred_->flush();
 }
 
-void Simulator::track_snapshot(std::uint32_t slot, const std::byte* src, std::size_t bytes) {
+std::multimap<std::uintptr_t, Simulator::Snapshot>::iterator Simulator::track_snapshot(std::uint32_t slot,
+                                                                                     const std::byte* src,
+                                                                                     std::size_t bytes) {
   const auto from = reinterpret_cast<std::uintptr_t>(src);
-  snapshots_.emplace(from, Snapshot{from + bytes, slot});
+  return snapshots_.emplace(from, Snapshot{from + bytes, slot});
 }
 
 void Simulator::materialize(std::multimap<std::uintptr_t, Snapshot>::iterator it) {
@@ -431,10 +433,10 @@ void Simulator::post_send(int src, const FrameHeader& h, std::span<const std::by
     d.header = h;
     d.cookie = nullptr;
     d.borrowed = nullptr;
-    if (deferred_ && data && !payload.empty() && h.bytes <= model_.eager_threshold_bytes) {
-      d.borrowed = payload.data();
+    if (deferred_ && data && !payload.empty()) {
+      // Its own copy, made in the log now (the sender's bytes as they are at the post).
       keep(dup, {}, start);
-      track_snapshot(dup, payload.data(), payload.size());
+      materialize(track_snapshot(dup, payload.data(), payload.size()));
     } else {
       keep(dup, payload, start);
     }

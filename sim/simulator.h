@@ -96,7 +96,8 @@ class Simulator final : public OpObserver {
   // copied, in the log, just before). Requires of the caller: the tensors
   // ops are given stay allocated, and host code neither reads nor writes
   // them, from the op's start until synchronize_memory() (SimWorld::run
-  // calls it as it returns). Set before the ranks' communicators exist.
+  // calls it as it returns). Set before the ranks' communicators exist;
+  // the simulator must outlive them (their scratch memory comes back here).
   void defer_memory(DeferredMemoryOptions options);
   bool defers_memory() const { return deferred_ != nullptr; }
   // Runs every logged memory operation (a no-op without deferred memory).
@@ -203,10 +204,12 @@ class Simulator final : public OpObserver {
   std::multimap<std::uintptr_t, Snapshot> snapshots_;
   std::vector<std::shared_ptr<std::byte>> materialized_;  // by slot: a snapshot's own copy, once made
   // Before a logged write of [dst, dst + bytes): each eager payload still
-  // read from there gets its own copy first.
+  // read from there gets its own copy first. Snapshots are at most the
+  // eager threshold long (a duplicated frame's copy is made at once).
   void before_write(const void* dst, std::size_t bytes);
   void materialize(std::multimap<std::uintptr_t, Snapshot>::iterator it);
-  void track_snapshot(std::uint32_t slot, const std::byte* src, std::size_t bytes);
+  std::multimap<std::uintptr_t, Snapshot>::iterator track_snapshot(std::uint32_t slot, const std::byte* src,
+                                                                   std::size_t bytes);
   // Frees `memory` (the core's scratch) once the log no longer needs it.
   void release_deferred(std::shared_ptr<std::byte> memory, std::size_t bytes);
   // Large worlds: the heap on transparent huge pages (sim/huge_pages.h).
