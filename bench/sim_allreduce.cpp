@@ -123,12 +123,13 @@ int main(int argc, char** argv) {
       auto* p = reinterpret_cast<float*>(memory.get() + stride * static_cast<std::size_t>(r));
       data.push_back(collie::TensorView{p, collie::DType::kFloat32, count,
                                         deferred ? collie::MemorySpace::kDevice : collie::MemorySpace::kHost});
-      // (r + i) & 7 repeats every 8 ranks: ranks from 8 on copy rank r - 8's.
-      if (r >= 8) {
-        std::memcpy(p, data[static_cast<std::size_t>(r - 8)].data, count * sizeof(float));
-        continue;
-      }
-      for (std::size_t i = 0; i < count; ++i) p[i] = static_cast<float>((static_cast<std::size_t>(r) + i) & 7);
+      // (r + i) & 7: a period of eight floats, written out in 32-byte rows
+      // (stores only: copying rank r - 8's buffer read as much again).
+      float row[8];
+      for (std::size_t k = 0; k < 8; ++k) row[k] = static_cast<float>((static_cast<std::size_t>(r) + k) & 7);
+      std::size_t i = 0;
+      for (; i + 8 <= count; i += 8) std::memcpy(p + i, row, sizeof row);
+      for (; i < count; ++i) p[i] = row[i % 8];
     }
   }
   const auto run_t0 = std::chrono::steady_clock::now();
