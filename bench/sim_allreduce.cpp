@@ -70,8 +70,8 @@ int main(int argc, char** argv) {
   std::string algorithm = "auto";
   bool scale = false;
   bool deferred = true;
-  std::size_t column_bytes = 4096;
-  std::size_t pad_bytes = 4096;
+  std::size_t column_bytes = 1024;
+  std::size_t pad_bytes = 1024;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool value = i + 1 < argc;

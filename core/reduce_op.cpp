@@ -142,7 +142,7 @@ inline const void* ahead(const void* p, std::size_t line) {
   return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kPrefetchBytes + line);
 }
 
-template <typename T, typename F>
+template <typename T, bool Ahead, typename F>
 void apply(void* dst, const void* src, std::size_t n, F f) {
   using W = Widen<T>;
   T* d = static_cast<T*>(dst);
@@ -150,39 +150,40 @@ void apply(void* dst, const void* src, std::size_t n, F f) {
   constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
   std::size_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
-    for (std::size_t line = 0; line < kBlockBytes; line += 64) {
-      __builtin_prefetch(ahead(s + i, line), 0);
-      __builtin_prefetch(ahead(d + i, line), 1);
-    }
+    if constexpr (Ahead)
+      for (std::size_t line = 0; line < kBlockBytes; line += 64) {
+        __builtin_prefetch(ahead(s + i, line), 0);
+        __builtin_prefetch(ahead(d + i, line), 1);
+      }
     for (std::size_t j = i; j < i + kBlock; ++j) d[j] = W::store(f(W::load(d[j]), W::load(s[j])));
   }
   for (; i < n; ++i) d[i] = W::store(f(W::load(d[i]), W::load(s[i])));
 }
 
-template <typename T>
+template <typename T, bool Ahead>
 void reduce_typed(void* dst, const void* src, std::size_t n, ReduceOp op) {
   using C = typename Widen<T>::C;
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      apply<T>(dst, src, n, [](C a, C b) { return wrap_add(a, b); });
+      apply<T, Ahead>(dst, src, n, [](C a, C b) { return wrap_add(a, b); });
       return;
     case ReduceOp::kProduct:
-      apply<T>(dst, src, n, [](C a, C b) { return wrap_mul(a, b); });
+      apply<T, Ahead>(dst, src, n, [](C a, C b) { return wrap_mul(a, b); });
       return;
     case ReduceOp::kMin:
-      apply<T>(dst, src, n, [](C a, C b) { return nan_min(a, b); });
+      apply<T, Ahead>(dst, src, n, [](C a, C b) { return nan_min(a, b); });
       return;
     case ReduceOp::kMax:
-      apply<T>(dst, src, n, [](C a, C b) { return nan_max(a, b); });
+      apply<T, Ahead>(dst, src, n, [](C a, C b) { return nan_max(a, b); });
       return;
     case ReduceOp::kBand:
     case ReduceOp::kBor:
     case ReduceOp::kBxor:
       if constexpr (std::is_integral_v<C>) {
-        if (op == ReduceOp::kBand) apply<T>(dst, src, n, [](C a, C b) { return static_cast<C>(a & b); });
-        if (op == ReduceOp::kBor) apply<T>(dst, src, n, [](C a, C b) { return static_cast<C>(a | b); });
-        if (op == ReduceOp::kBxor) apply<T>(dst, src, n, [](C a, C b) { return static_cast<C>(a ^ b); });
+        if (op == ReduceOp::kBand) apply<T, Ahead>(dst, src, n, [](C a, C b) { return static_cast<C>(a & b); });
+        if (op == ReduceOp::kBor) apply<T, Ahead>(dst, src, n, [](C a, C b) { return static_cast<C>(a | b); });
+        if (op == ReduceOp::kBxor) apply<T, Ahead>(dst, src, n, [](C a, C b) { return static_cast<C>(a ^ b); });
       }
       return;
   }
@@ -208,6 +209,23 @@ void reduce_bool(void* dst, const void* src, std::size_t n, ReduceOp op) {
   }
 }
 
+// The dispatch on dtype, for both entry points below; `Ahead`: prefetch the
+// operands kPrefetchBytes ahead of the loop.
+template <bool Ahead>
+void reduce_any(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DType::kFloat16: reduce_typed<Half, Ahead>(dst, src, count, op); return;
+    case DType::kBFloat16: reduce_typed<BFloat16, Ahead>(dst, src, count, op); return;
+    case DType::kFloat32: reduce_typed<float, Ahead>(dst, src, count, op); return;
+    case DType::kFloat64: reduce_typed<double, Ahead>(dst, src, count, op); return;
+    case DType::kInt8: reduce_typed<std::int8_t, Ahead>(dst, src, count, op); return;
+    case DType::kUInt8: reduce_typed<std::uint8_t, Ahead>(dst, src, count, op); return;
+    case DType::kInt32: reduce_typed<std::int32_t, Ahead>(dst, src, count, op); return;
+    case DType::kInt64: reduce_typed<std::int64_t, Ahead>(dst, src, count, op); return;
+    case DType::kBool: reduce_bool(dst, src, count, op); return;
+  }
+}
+
 }  // namespace
 
 // The kernels are inlined into one body compiled twice, for AVX2 and for the
@@ -220,17 +238,14 @@ void reduce_bool(void* dst, const void* src, std::size_t n, ReduceOp op) {
 __attribute__((flatten, target_clones("avx2", "default")))
 #endif
 void reduce_host(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {
-  switch (dtype) {
-    case DType::kFloat16: reduce_typed<Half>(dst, src, count, op); return;
-    case DType::kBFloat16: reduce_typed<BFloat16>(dst, src, count, op); return;
-    case DType::kFloat32: reduce_typed<float>(dst, src, count, op); return;
-    case DType::kFloat64: reduce_typed<double>(dst, src, count, op); return;
-    case DType::kInt8: reduce_typed<std::int8_t>(dst, src, count, op); return;
-    case DType::kUInt8: reduce_typed<std::uint8_t>(dst, src, count, op); return;
-    case DType::kInt32: reduce_typed<std::int32_t>(dst, src, count, op); return;
-    case DType::kInt64: reduce_typed<std::int64_t>(dst, src, count, op); return;
-    case DType::kBool: reduce_bool(dst, src, count, op); return;
-  }
+  reduce_any<true>(dst, src, count, dtype, op);
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((flatten, target_clones("avx2", "default")))
+#endif
+void reduce_host_in_cache(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {
+  reduce_any<false>(dst, src, count, dtype, op);
 }
 
 void finish_average_host(void* dst, std::size_t count, DType dtype, int divisor) {

@@ -52,6 +52,10 @@ std::optional<std::string> reduce_op_unsupported(ReduceOp op, DType dtype);
 // combines as SUM; call finish_average once on the final sum.
 // Requires: the op is supported on dtype; dst and src do not partially overlap.
 void reduce_host(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+// The same, for operands that are in cache already (a short piece of a
+// blocked pass): no prefetching ahead, which there would fetch the lines
+// past the piece for nothing. Same results, bit for bit.
+void reduce_host_in_cache(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
 
 // dst[i] /= divisor, for the floating dtypes (AVG's last step).
 void finish_average_host(void* dst, std::size_t count, DType dtype, int divisor);

@@ -202,5 +202,34 @@ TEST(ReduceOp, ParseNames) {
   EXPECT_FALSE(parse_reduce_op("mean"));
 }
 
+TEST(ReduceOp, TheInCacheEntryGivesReduceHostsBitsForEveryDtypeAndOp) {
+  // Odd lengths and an offset start: the blocked loop, its tail, and
+  // prefetches (in reduce_host only) past both ends.
+  for (std::size_t n : {0u, 1u, 63u, 64u, 1000u, 4099u}) {
+    for (int d = 0; d <= static_cast<int>(DType::kBool); ++d) {
+      const auto dtype = static_cast<DType>(d);
+      for (int o = 0; o < kNumReduceOps; ++o) {
+        const auto op = static_cast<ReduceOp>(o);
+        if (reduce_op_unsupported(op, dtype)) continue;
+        const std::size_t bytes = n * dtype_size(dtype);
+        std::vector<std::uint8_t> a(bytes + 3), b(bytes + 3), src(bytes + 3);
+        std::uint32_t x = 12345u + static_cast<std::uint32_t>(n * 31 + static_cast<std::size_t>(d * 7 + o));
+        for (std::size_t k = 0; k < a.size(); ++k) {
+          x = x * 1664525u + 1013904223u;
+          a[k] = static_cast<std::uint8_t>(x >> 24);
+          src[k] = static_cast<std::uint8_t>(x >> 16);
+        }
+        if (dtype == DType::kBool)
+          for (std::size_t k = 0; k < a.size(); ++k) a[k] &= 1, src[k] &= 1;
+        b = a;
+        const std::size_t at = dtype_size(dtype) == 1 ? 3 : 0;
+        reduce_host(a.data() + at, src.data() + at, n, dtype, op);
+        reduce_host_in_cache(b.data() + at, src.data() + at, n, dtype, op);
+        EXPECT_EQ(a, b) << dtype_name(dtype) << " " << reduce_op_name(op) << " n=" << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collie

@@ -33,7 +33,7 @@ void DeferredMemory::run(const Op& op, std::byte* dst, const std::byte* src, std
       streaming_copy(dst, src, bytes);
       return;
     case Kind::kReduce:
-      reduce_host(dst, src, bytes / dtype_size(op.dtype), op.dtype, op.op);
+      reduce_host_in_cache(dst, src, bytes / dtype_size(op.dtype), op.dtype, op.op);
       return;
     case Kind::kAverage:
       finish_average_host(dst, bytes / dtype_size(op.dtype), op.dtype, op.divisor);
