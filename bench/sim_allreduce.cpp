@@ -18,9 +18,11 @@
 // Memory is deferred (Simulator::defer_memory; --memory immediate for the
 // engine that runs each copy and reduction as it is issued): the log's
 // period is one buffer, so every rank's k-th block falls in one column.
-// Buffers lie --pad-bytes (default a page) apart: with buffers exactly
-// 1 MiB apart the same offset of every buffer maps to the same cache sets,
-// and a column's blocks evict each other (docs/PERFORMANCE.md).
+// Columns are --column-bytes (default 1 KiB: 1,024 ranks' column is 1 MiB,
+// one L2) and buffers lie --pad-bytes (default the same) further apart than
+// their size: with buffers exactly 1 MiB apart the same offset of every
+// buffer maps to the same cache sets, and a column's blocks evict each
+// other (docs/PERFORMANCE.md).
 #include <sys/mman.h>
 #include <sys/resource.h>
 
