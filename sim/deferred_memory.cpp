@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 
 #include "sim/streaming_copy.h"

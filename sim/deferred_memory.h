@@ -20,8 +20,9 @@
 // and running one column's parts in issued order gives what running all of
 // every operation in issued order gives. An operation that is not aligned
 // is not logged: everything logged so far is run first, then it is run at
-// once (correct, only not blocked). Overlapping source and destination of
-// one operation behave as they would run at once, piece by piece.
+// once (correct, only not blocked). Nor is one whose source and destination
+// overlap (run piece by piece, a shifted copy would read bytes it has
+// already written).
 //
 // Contract for users: between an operation's issue and flush(), nobody but
 // this log reads or writes the bytes it names, and they stay allocated
