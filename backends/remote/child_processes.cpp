@@ -23,6 +23,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace collie::remote {
@@ -107,6 +108,11 @@ std::string self_executable() {
 }
 
 int free_local_port() {
+  // Ports handed out, oldest first, and the same as a set.
+  static std::mutex mu;
+  static std::deque<int> given;
+  static std::set<int> taken;
+  constexpr std::size_t kRemembered = 8192;  // of the 12,000 drawn from
   std::random_device rd;
   auto try_bind = [](int port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -124,9 +130,23 @@ int free_local_port() {
     ::close(fd);
     return got;
   };
-  for (int attempt = 0; attempt < 64; ++attempt)
-    if (const int p = try_bind(20000 + static_cast<int>(rd() % 12000)); p > 0) return p;
-  return try_bind(0);
+  std::lock_guard<std::mutex> lock(mu);
+  auto give = [&](int port) {
+    if (given.size() == kRemembered) {
+      taken.erase(given.front());
+      given.pop_front();
+    }
+    given.push_back(port);
+    taken.insert(port);
+    return port;
+  };
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    const int candidate = 20000 + static_cast<int>(rd() % 12000);
+    if (taken.count(candidate)) continue;
+    if (const int p = try_bind(candidate); p > 0) return give(p);
+  }
+  const int any = try_bind(0);
+  return any > 0 ? give(any) : any;
 }
 
 ChildProcesses::ChildProcesses(const std::vector<ChildSpec>& children) {

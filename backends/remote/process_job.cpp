@@ -104,6 +104,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
     for (auto& r : ranks_)
       if (r.fd >= 0) ::close(r.fd);
     if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (spec_.clean_up && !token_.empty()) spec_.clean_up(token_);
   }
 
   // ---- Job ----------------------------------------------------------------
@@ -262,6 +263,7 @@ void ProcessJob::failed_start(const std::string& why) {
     }
     children_->terminate(1.0);
   }
+  if (spec_.clean_up && !token_.empty()) spec_.clean_up(token_);
   throw Error(ErrorKind::kUsage, OpContext{}, msg);
 }
 

@@ -60,6 +60,10 @@ struct ProcessJobSpec {
   // process (or of the launcher, which carries every rank's): the lines
   // that say why. Null: last_lines(output, 6).
   std::function<std::vector<std::string>(const std::string& output)> last_words;
+  // Removes what the children of the job started with `token` may have left
+  // outside their processes (a file they met through), once the job has
+  // ended or failed to start. Null: nothing to remove.
+  std::function<void(const std::string& token)> clean_up;
 };
 
 // Whether a line of a process's output says something: not blank, not a

@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <poll.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "backends/data_path.h"
 #include "backends/registry.h"
@@ -17,6 +23,7 @@
 #include "backends/remote/fork_server.h"
 #include "backends/remote/op_protocol.h"
 #include "backends/remote/process_job.h"
+#include "backends/torch/torch_backend.h"
 #include "core/error.h"
 
 namespace collie::remote {
@@ -111,6 +118,17 @@ TEST(ChildProcesses, NameHowEachEndedAndKeepTheirOutput) {
   EXPECT_NE(c.output_tail(2).find("cannot run '/nonexistent/program'"), std::string::npos) << c.output_tail(2);
 }
 
+// Regression: jobs started side by side drew the same free port (their rank
+// 0 takes seconds to bind it), and the second job's rank 0 failed to listen.
+TEST(FreeLocalPort, NeverHandsOutThePortItHandedOutBefore) {
+  std::set<int> seen;
+  for (int i = 0; i < 3000; ++i) {
+    const int port = free_local_port();
+    ASSERT_GT(port, 0);
+    EXPECT_TRUE(seen.insert(port).second) << "port " << port << " handed out twice (call " << i << ")";
+  }
+}
+
 TEST(ChildProcesses, TerminateEndsEvenAStoppedProcessThatIgnoresSigterm) {
   ChildProcesses c({{{"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"}, {}}});
   while (c.output_tail(0).find("ready") == std::string::npos) {  // the trap is set
@@ -188,6 +206,98 @@ TEST_F(ForkServerTest, ChildrenOfAServerThatCannotStartAreStartedFromTheirComman
   c.wait_all();
   EXPECT_EQ(c.fate(0), "exited with code 4");
   EXPECT_EQ(c.output_tail(0), "preloaded False \n");
+}
+
+// ---- the torch driver's store ----------------------------------------------
+
+// Regression: rank 0's TCPStore listened on MASTER_PORT, chosen seconds
+// before it binds; another job could hold it by then (its rank 0 failed to
+// listen, and the others could have joined the other job's store). With
+// COLLIE_STORE_PORT_FILE rank 0 listens where the kernel says and the
+// others read the port from the file.
+class TorchStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    driver_ = collie_data_path("backends/torch/collie_torch_worker.py");
+    if (driver_.empty()) GTEST_SKIP() << "backends/torch/collie_torch_worker.py is not found";
+    if (const std::string why = torch::missing(); !why.empty()) GTEST_SKIP() << why;
+    program_ = ::testing::TempDir() + "/meet_on_store.py";
+    std::ofstream f(program_);
+    // Meets the other ranks as the driver does and exits 0, or 5 with why.
+    f << "import datetime, importlib.util, os, sys\n"
+         "spec = importlib.util.spec_from_file_location('driver', sys.argv[1])\n"
+         "driver = importlib.util.module_from_spec(spec)\n"
+         "spec.loader.exec_module(driver)\n"
+         "rank, world = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])\n"
+         "try:\n"
+         "    store = driver.meet(rank, world, datetime.timedelta(seconds=60))\n"
+         "except Exception as e:\n"
+         "    print('failed:', e)\n"
+         "    sys.exit(5)\n"
+         "print('met', store.add('collie/arrived', 0))\n";
+    // Another job's store, listening where this job's MASTER_PORT points.
+    held_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(held_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(held_, 16), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(held_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = std::to_string(ntohs(a.sin_port));
+  }
+  void TearDown() override {
+    if (held_ >= 0) ::close(held_);
+  }
+  std::vector<ChildSpec> ranks(int world, const std::string& port_file) const {
+    std::vector<ChildSpec> out;
+    for (int r = 0; r < world; ++r) {
+      ChildSpec c{{torch::python(), "-u", program_, driver_}, local_rank_env(r, world, port_, "127.0.0.1:1", "t")};
+      if (!port_file.empty()) c.env.emplace_back("COLLIE_STORE_PORT_FILE", port_file);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+  // Waits for every child to end, at most `seconds` (a rank that joined
+  // another job's store waits on it for ever); then ends the rest.
+  static bool ended_within(ChildProcesses& c, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      c.reap();
+      bool all = true;
+      for (std::size_t i = 0; i < c.size(); ++i) all = all && c.exited(i);
+      if (all) return true;
+      if (std::chrono::steady_clock::now() > until) {
+        c.terminate(0.5);
+        return false;
+      }
+      std::vector<pollfd> fds;
+      for (int fd : c.output_fds()) fds.push_back({fd, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), 100);
+      for (const pollfd& p : fds)
+        if (p.revents) c.read_output(p.fd);
+    }
+  }
+  std::string driver_, program_, port_;
+  int held_ = -1;
+};
+
+TEST_F(TorchStoreTest, RanksMeetThoughAnotherJobHoldsMasterPort) {
+  const std::string file = ::testing::TempDir() + "/store_" + port_ + ".port";
+  ChildProcesses c(ranks(3, file));
+  ASSERT_TRUE(ended_within(c, 90)) << "the ranks did not meet within 90 s";
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.fate(static_cast<std::size_t>(r)), "exited with code 0") << "rank " << r << ": " << c.output_tail(static_cast<std::size_t>(r));
+    EXPECT_NE(c.output_tail(static_cast<std::size_t>(r)).find("met 3"), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(file)) << "rank 0 leaves the port file behind";
+}
+
+TEST_F(TorchStoreTest, WithoutThePortFileRankZeroCannotListenOnAHeldMasterPort) {
+  ChildProcesses c(ranks(1, ""));
+  ASSERT_TRUE(ended_within(c, 90));
+  EXPECT_EQ(c.fate(0), "exited with code 5");
+  EXPECT_NE(c.output_tail(0).find("failed:"), std::string::npos) << c.output_tail(0);
 }
 
 // ---- the controller, with collie's own TCP worker ---------------------------

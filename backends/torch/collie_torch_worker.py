@@ -10,6 +10,9 @@ The protocol is backends/remote/op_protocol.h.
 
 Environment (set by collie):
   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT   torch's env:// rendezvous
+  COLLIE_STORE_PORT_FILE  where set, MASTER_PORT is not used: rank 0's store
+                         listens on a port the kernel picks and writes it to this
+                         file, where the other ranks read it (start_store)
   COLLIE_TORCH_BACKEND   the backend name given to init_process_group (gloo, mpi, nccl, a plugin's)
   COLLIE_TORCH_IMPORT    modules (or .py files) to import first, comma-separated (a plugin backend
                          registers itself when imported)
@@ -584,12 +587,55 @@ def start_process_group(backend, rank, world, op_timeout):
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=op_timeout)
         return
     start_timeout = datetime.timedelta(milliseconds=int(os.environ.get("COLLIE_START_TIMEOUT_MS", "300000")))
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
-                          timeout=start_timeout)
+    store = meet(rank, world, start_timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=op_timeout)
+
+
+def meet(rank, world, start_timeout):
+    """The store every rank has joined (start_store), once all have."""
+    store = start_store(rank, world, start_timeout)
     if store.add("collie/arrived", 1) == world:
         store.set("collie/all_arrived", "1")
     store.wait(["collie/all_arrived"])
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=op_timeout)
+    port_file = os.environ.get("COLLIE_STORE_PORT_FILE")
+    if rank == 0 and port_file:
+        try:
+            os.unlink(port_file)  # every rank has read it: each added itself to the store it names
+        except OSError:
+            pass
+    return store
+
+
+def start_store(rank, world, start_timeout):
+    """The TCPStore the ranks meet on (rank 0 serves it).
+
+    With COLLIE_STORE_PORT_FILE, rank 0 listens on a port the kernel picks,
+    then writes it to that file (whole: written beside it and renamed), and
+    the others wait for the file. A port chosen ahead (MASTER_PORT) may be
+    taken between the choice and rank 0's bind, seconds later: by another
+    job's rank 0, whose store the other ranks would then join."""
+    addr = os.environ["MASTER_ADDR"]
+    port_file = os.environ.get("COLLIE_STORE_PORT_FILE")
+    if not port_file:
+        return dist.TCPStore(addr, int(os.environ["MASTER_PORT"]), world, rank == 0, timeout=start_timeout)
+    if rank == 0:
+        store = dist.TCPStore(addr, 0, world, True, timeout=start_timeout, wait_for_workers=False)
+        partial = port_file + ".partial"
+        with open(partial, "w") as f:
+            f.write(str(store.port))
+        os.replace(partial, port_file)
+        return store
+    deadline = time.monotonic() + start_timeout.total_seconds()
+    while True:
+        try:
+            with open(port_file) as f:
+                port = int(f.read())
+            break
+        except FileNotFoundError:
+            if time.monotonic() > deadline:
+                raise TimeoutError("rank 0 did not say its store's port (%s) within %s" % (port_file, start_timeout))
+            time.sleep(0.005)  # rank 0 is still starting (importing torch takes seconds)
+    return dist.TCPStore(addr, port, world, False, timeout=start_timeout)
 
 
 def main():

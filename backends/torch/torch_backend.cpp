@@ -59,6 +59,16 @@ std::string explain(const std::string& output) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
+// Where rank 0 of the job started with `token` says its store's port
+// (the driver's COLLIE_STORE_PORT_FILE): the kernel picks the port as rank 0
+// binds it, so no other job can hold it.
+std::string store_port_file(const std::string& token) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  return (dir / ("collie-torch-store-" + token.substr(0, 32) + ".port")).string();
+}
+
 // What a dead rank's report quotes of its driver's output: Python's fatal
 // signal report (faulthandler: the error, then the innermost frames first,
 // where the library was called) when there is one, else its last lines
@@ -120,6 +130,7 @@ BackendInfo make(const std::string& name) {
         c.argv = {python(), "-u", driver};
         c.env = remote::local_rank_env(r, world, port, controller, token);
         c.env.insert(c.env.end(), {{"COLLIE_TORCH_BACKEND", backend},
+                                   {"COLLIE_STORE_PORT_FILE", store_port_file(token)},
                                    {"COLLIE_TORCH_IMPORT", env("COLLIE_TORCH_IMPORT")},
                                    // One thread per rank process: several ranks share the host's cores.
                                    {"OMP_NUM_THREADS", "1"}});
@@ -128,6 +139,12 @@ BackendInfo make(const std::string& name) {
         children.push_back(std::move(c));
       }
       return children;
+    };
+    spec.clean_up = [](const std::string& token) {
+      // Rank 0 removes it once every rank has read it; this, when the job ended first.
+      std::error_code ec;
+      std::filesystem::remove(store_port_file(token), ec);
+      std::filesystem::remove(store_port_file(token) + ".partial", ec);
     };
     return remote::start_process_job(spec, o);
   };
