@@ -264,9 +264,7 @@ class TorchStoreTest : public ::testing::Test {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     for (;;) {
       c.reap();
-      bool all = true;
-      for (std::size_t i = 0; i < c.size(); ++i) all = all && c.exited(i);
-      if (all) return true;
+      if (c.all_exited()) return true;
       if (std::chrono::steady_clock::now() > until) {
         c.terminate(0.5);
         return false;

@@ -142,9 +142,10 @@ BackendInfo make(const std::string& name) {
     };
     spec.clean_up = [](const std::string& token) {
       // Rank 0 removes it once every rank has read it; this, when the job ended first.
+      const std::string file = store_port_file(token);
       std::error_code ec;
-      std::filesystem::remove(store_port_file(token), ec);
-      std::filesystem::remove(store_port_file(token) + ".partial", ec);
+      std::filesystem::remove(file, ec);
+      std::filesystem::remove(file + ".partial", ec);
     };
     return remote::start_process_job(spec, o);
   };
