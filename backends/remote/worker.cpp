@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -22,11 +23,23 @@ namespace {
 
 using json = nlohmann::json;
 
-// An op this rank was asked to run, over its own copies of the buffers.
+// An op this rank was asked to run, over its own copies of the buffers, and
+// each buffer's bytes as the op was issued.
 struct Op {
   DecodedCall decoded;
   Work work;
+  std::vector<std::vector<std::byte>> issued;
 };
+
+std::vector<std::byte> bytes_of(const Tensor& t) {
+  const std::span<const std::byte> s = t.byte_span();
+  return {s.begin(), s.end()};
+}
+
+bool same_bytes(const Tensor& t, const std::vector<std::byte>& b) {
+  const std::span<const std::byte> s = t.byte_span();
+  return s.size() == b.size() && (b.empty() || std::memcmp(s.data(), b.data(), b.size()) == 0);
+}
 
 [[noreturn]] void protocol_error(const std::string& what) { throw std::runtime_error("the controller sent " + what); }
 
@@ -121,6 +134,8 @@ class Server {
 
   void begin(const json& head) {
     if (hooks_.begin_run) hooks_.begin_run();
+    kept_.clear();
+    kept_bytes_ = 0;
     groups_.clear();
     group_errors_.clear();
     async_.clear();
@@ -158,6 +173,52 @@ class Server {
     send(h);
   }
 
+  // What the library did to the program's buffers that only this process
+  // can see (the controller gets back the outputs alone): a buffer the op
+  // only reads -- a send's, a collective's input, every buffer of a rank
+  // outside the group -- must be as issued when the op completes, and no
+  // buffer of a completed op may change while later ops run (the latest
+  // kKeptBuffers, up to kKeptBytes, are read again as each op completes).
+  // A sentence saying what changed, or empty.
+  static constexpr std::size_t kKeptBuffers = 64;
+  static constexpr std::size_t kKeptBytes = std::size_t{8} << 20;
+  struct Kept {
+    std::string op;
+    std::uint64_t id;
+    std::size_t operand;
+    Tensor buffer;  // shares the op's storage
+    std::vector<std::byte> bytes;
+  };
+  std::string changed_buffers(const Op& o) const {
+    const std::string name(o.decoded.call.name());
+    std::set<std::size_t> writes;
+    if (!o.work.not_member()) writes.insert(o.decoded.writes.begin(), o.decoded.writes.end());
+    for (std::size_t k = 0; k < o.decoded.tensors.size() && k < o.issued.size(); ++k)
+      if (!writes.count(k) && !same_bytes(o.decoded.tensors[k], o.issued[k]))
+        return name + " changed its operand " + std::to_string(k) +
+               ", which it only reads (a send's buffer, a collective's input, or a buffer of a rank outside the "
+               "group): the library wrote into the program's buffer";
+    for (const Kept& k : kept_)
+      if (!same_bytes(k.buffer, k.bytes))
+        return "a buffer of a completed " + k.op + " (its operand " + std::to_string(k.operand) + ", op id " +
+               std::to_string(k.id) + ") changed after that op had completed, while later ops ran: the library " +
+               "wrote into the program's buffer late";
+    return {};
+  }
+  void keep_completed(std::uint64_t id, const Op& o) {
+    const std::string name(o.decoded.call.name());
+    for (std::size_t k = 0; k < o.decoded.tensors.size(); ++k) {
+      const Tensor& t = o.decoded.tensors[k];
+      if (t.byte_span().size() > kKeptBytes) continue;
+      kept_.push_back(Kept{name, id, k, t, bytes_of(t)});
+      kept_bytes_ += kept_.back().bytes.size();
+    }
+    while (!kept_.empty() && (kept_.size() > kKeptBuffers || kept_bytes_ > kKeptBytes)) {
+      kept_bytes_ -= kept_.front().bytes.size();
+      kept_.pop_front();
+    }
+  }
+
   void complete(std::uint64_t id, Op& o) {
     try {
       o.work.wait();
@@ -165,6 +226,11 @@ class Server {
       reply_error(id, std::current_exception());
       return;
     }
+    if (const std::string changed = changed_buffers(o); !changed.empty()) {
+      reply_error(id, std::make_exception_ptr(std::runtime_error("collie: " + changed)));
+      return;
+    }
+    keep_completed(id, o);
     json h{{"t", "done"}, {"id", id}, {"source", o.work.source_rank()}, {"not_member", o.work.not_member()}};
     std::vector<std::span<const std::byte>> blobs;
     json outs = json::array();
@@ -180,7 +246,8 @@ class Server {
   void op(Message m) {
     const json& h = m.head;
     const auto id = h.at("id").get<std::uint64_t>();
-    Op o{decode_call(h, m.blobs), Work()};
+    Op o{decode_call(h, m.blobs), Work(), {}};
+    for (const Tensor& t : o.decoded.tensors) o.issued.push_back(bytes_of(t));
     try {
       o.decoded.call.group = group_of(h, o.decoded.call);
       if (strided_ && !hooks_.no_strided_views.empty())
@@ -240,6 +307,8 @@ class Server {
   std::map<int, std::string> group_errors_;
   std::map<std::uint64_t, Op> async_;
   std::set<std::uint64_t> answered_;  // async ops that failed when issued
+  std::deque<Kept> kept_;             // completed ops' buffers, oldest first (changed_buffers())
+  std::size_t kept_bytes_ = 0;
   Nanos timeout_ns_ = 0;
   bool strided_ = false;  // the run asked for non-contiguous views
 };

@@ -69,6 +69,9 @@ DTYPES = {
 ELEMENT_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
                 "int32": 4, "int64": 8, "bool": 1}
 
+# torch's default process-group timeout (30 min), in ns: COLLIE_TIMEOUT_NS when unset.
+DEFAULT_TIMEOUT_NS = 1800 * 10**9
+
 # An error raised at the call whose message says the library lacks the op,
 # dtype or reduce op: the case is skipped with that reason, never passed.
 UNSUPPORTED = re.compile(r"not supported|unsupported|no support|does not support|cannot use reduceop|"
@@ -254,8 +257,9 @@ LIBRARY_CALLS = {
 
 
 class Worker:
-    def __init__(self, link, rank, world):
+    def __init__(self, link, rank, world, init_timeout_ns=None):
         self.link = link
+        self.init_timeout_ns = init_timeout_ns  # init_process_group's timeout: group 0 is then the default group
         self.rank = rank
         self.world = world
         self.groups = {}   # the run's group ids -> torch groups
@@ -264,6 +268,7 @@ class Worker:
         self.strided = False  # the run hands the library non-contiguous views
         self.answered = set()  # async ops that failed when issued (a wait for one is answered)
         self.world_timeout_ns = None  # the timeout group 0 was made with
+        self.kept, self.kept_bytes = [], 0  # completed ops' tensors: (op, id, operand, tensor, its bytes then)
 
     # ---- groups -----------------------------------------------------------
     def begin_run(self, timeout_ns):
@@ -274,7 +279,8 @@ class Worker:
         per rank (a store barrier, a full mesh of connections)."""
         keep = 0 in self.groups and 0 not in self.group_errors and self.world_timeout_ns == timeout_ns
         for gid, g in self.groups.items():
-            if (keep and gid == 0) or g is None or g is dist.GroupMember.NON_GROUP_MEMBER:
+            if (keep and gid == 0) or g is None or g is dist.GroupMember.NON_GROUP_MEMBER \
+                    or g is dist.GroupMember.WORLD:
                 continue
             try:
                 dist.destroy_process_group(g)
@@ -284,9 +290,15 @@ class Worker:
         self.group_errors = {}
         self.handles = {}
         self.answered = set()
+        self.kept, self.kept_bytes = [], 0
         if not keep:
             self.world_timeout_ns = timeout_ns
-            self.make_group(0, list(range(self.world)), timeout_ns)
+            if self.init_timeout_ns is not None and (timeout_ns or DEFAULT_TIMEOUT_NS) == self.init_timeout_ns:
+                # The default group, as a program's plain dist.all_reduce(t)
+                # uses it: a backend may build it apart from new_group's.
+                self.groups[0] = dist.GroupMember.WORLD
+            else:
+                self.make_group(0, list(range(self.world)), timeout_ns)
 
     def make_group(self, gid, ranks, timeout_ns):
         kwargs = {}
@@ -347,17 +359,59 @@ class Worker:
             kind, text = "unsupported", "the library refuses non-contiguous tensors: " + text
         self.link.write({"t": "failed", "id": op_id, "kind": kind, "error": text})
 
-    def complete(self, op_id, head, work, tensors, source, group):
+    # What the library does to a program's tensors where only torch's
+    # semantics can tell: the tensors an op only reads (a send's, a
+    # collective's inputs, every tensor of a rank outside the group) must be
+    # as the program wrote them when the op completes, and no tensor of a
+    # completed op may change while later ops run. The controller sees only
+    # the outputs each op hands back, so these are checked here.
+    KEPT_TENSORS = 64            # the latest completed ops' tensors, re-read as each later op completes
+    KEPT_BYTES = 8 << 20
+
+    def check_untouched(self, op, tensors, blobs, outs):
+        """What changed that may not have (a sentence), or None."""
+        writes = set(outs)
+        for k, t in enumerate(tensors):
+            if k not in writes and k < len(blobs) and to_bytes(t) != bytes(blobs[k]):
+                return ("%s changed its operand %d, which it only reads (a send's tensor, a collective's input, or "
+                        "a tensor of a rank outside the group): the library wrote into the program's tensor" % (op, k))
+        for (kop, kid, k, t, b) in self.kept:
+            if to_bytes(t) != b:
+                return ("a tensor of a completed %s (its operand %d, op id %d) changed after that op had completed, "
+                        "while later ops ran: the library wrote into the program's tensor late" % (kop, k, kid))
+        return None
+
+    def keep_completed(self, op, op_id, tensors):
+        for k, t in enumerate(tensors):
+            b = to_bytes(t)
+            if len(b) > self.KEPT_BYTES:
+                continue
+            self.kept.append((op, op_id, k, t, b))
+            self.kept_bytes += len(b)
+        while self.kept and (len(self.kept) > self.KEPT_TENSORS or self.kept_bytes > self.KEPT_BYTES):
+            self.kept_bytes -= len(self.kept.pop(0)[4])
+
+    def complete(self, op_id, head, work, tensors, source, group, blobs):
         op = head["op"]
         try:
             if work is not None:
                 if isinstance(work, list):  # batch_isend_irecv's requests
                     for w in work:
                         w.wait()
-                elif head.get("timeout_ns"):
-                    work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
                 else:
-                    work.wait()
+                    # A Work that says it completed must have its outputs in
+                    # place: they may not change in wait() after that.
+                    said_done = work.is_completed()
+                    before = [to_bytes(tensors[k]) for k in head.get("writes", []) if k < len(tensors)] \
+                        if said_done else None
+                    if head.get("timeout_ns"):
+                        work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
+                    else:
+                        work.wait()
+                    if said_done and before != [to_bytes(tensors[k]) for k in head.get("writes", [])
+                                                if k < len(tensors)]:
+                        raise RuntimeError("collie: Work.is_completed() returned True before wait(), yet the op's "
+                                           "outputs changed in wait(): they were not in place when it said so")
                 if op == "irecv" and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()
@@ -366,6 +420,11 @@ class Worker:
             return
         not_member = group is dist.GroupMember.NON_GROUP_MEMBER
         outs = [] if not_member else [k for k in head.get("writes", []) if k < len(tensors)]
+        changed = self.check_untouched(op, tensors, blobs, outs)
+        if changed:
+            self.reply_error(op_id, RuntimeError("collie: " + changed))
+            return
+        self.keep_completed(op, op_id, tensors)
         self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
                          "not_member": not_member, "outputs": outs},
                         [to_bytes(tensors[k]) for k in outs])
@@ -382,9 +441,9 @@ class Worker:
             return
         group = self.groups.get(head.get("group", 0))
         if head.get("async", False):
-            self.handles[op_id] = (head, work, tensors, source, group)
+            self.handles[op_id] = (head, work, tensors, source, group, blobs)
             return
-        self.complete(op_id, head, work, tensors, source, group)
+        self.complete(op_id, head, work, tensors, source, group, blobs)
 
     def serve(self):
         while True:
@@ -403,8 +462,8 @@ class Worker:
                 if head["id"] in self.answered:  # it failed when issued: answered already
                     self.answered.discard(head["id"])
                     continue
-                h, work, tensors, source, group = self.handles.pop(head["id"])
-                self.complete(head["id"], h, work, tensors, source, group)
+                h, work, tensors, source, group, blobs = self.handles.pop(head["id"])
+                self.complete(head["id"], h, work, tensors, source, group, blobs)
             elif t == "sync":
                 self.link.write({"t": "synced", "id": head.get("id", 0)})
             elif t == "bench":
@@ -666,7 +725,7 @@ def main():
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     global DEVICE
     DEVICE = device_for(backend)
-    timeout = datetime.timedelta(microseconds=int(os.environ.get("COLLIE_TIMEOUT_NS", "1800000000000")) / 1000.0)
+    timeout = datetime.timedelta(microseconds=int(os.environ.get("COLLIE_TIMEOUT_NS", DEFAULT_TIMEOUT_NS)) / 1000.0)
     try:
         start_process_group(backend, rank, world, timeout)
     except Exception as e:  # noqa: BLE001
@@ -680,7 +739,7 @@ def main():
     link.write({"t": "hello", "rank": rank, "world": world, "pid": os.getpid(), "host": socket.gethostname(),
                 "library": library, "mac": mac})
     try:
-        return Worker(link, rank, world).serve()
+        return Worker(link, rank, world, int(os.environ.get("COLLIE_TIMEOUT_NS", DEFAULT_TIMEOUT_NS))).serve()
     except (EOFError, ConnectionError) as e:
         sys.stderr.write("collie torch worker (rank %d): %s\n" % (rank, e))
         return 1

@@ -13,6 +13,20 @@ breaks one thing:
   torch:blocking_all_reduce  all_reduce waits for its result inside the call,
                          with the group's timeout: a call's own timeout
                          (Work.wait(timeout)) is never consulted
+  torch:int32_all_gather all_gather of int32 below 65,536 elements adds 1 to
+                         the first element of the first output (one dtype of
+                         one collective other than all_reduce)
+  torch:late_subgroup    all_reduce on a group other than the world adds 1 to
+                         element 0 from the group's 257th collective on (a
+                         counter that wraps at 2^8)
+  torch:scratch_input    all_gather uses its input as scratch: the input is
+                         negated once the output is right (a tensor the op
+                         only reads, written)
+  torch:early_completion all_reduce's Work says is_completed() at once; the
+                         result is copied into the tensor in wait()
+  torch:default_group_off  all_reduce on the default group (the one
+                         init_process_group makes) adds 1 to element 0; on
+                         new_group's groups it is right
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -91,8 +105,96 @@ class BlockingAllReduce(_Wrapped):
         return work
 
 
+class _Then(_c10d.Work):
+    """`inner`, then `then()` once, when the caller waits (nothing blocks in the call)."""
+
+    def __init__(self, inner, then, says_done=False):
+        super().__init__()
+        self.inner, self.then, self.ran, self.says_done = inner, then, False, says_done
+
+    def wait(self, timeout=None):
+        self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        if not self.ran:
+            self.ran = True
+            self.then()
+        return True
+
+    def is_completed(self):
+        return self.says_done or (self.inner.is_completed() and self.ran)
+
+    def is_success(self):
+        return self.inner.is_success()
+
+    def exception(self):
+        return self.inner.exception()
+
+
+def _add_one(t):
+    if t.numel():
+        t.view(-1)[0] += 1
+
+
+class Int32AllGather(_Wrapped):
+    def allgather(self, output_tensors, input_tensors, opts=_c10d.AllgatherOptions()):
+        work = self.gloo.allgather(output_tensors, input_tensors, opts)
+        t = input_tensors[0]
+        if t.dtype == torch.int32 and 0 < t.numel() < 65536:
+            return _Then(work, lambda: _add_one(output_tensors[0][0]))
+        return work
+
+
+class LateSubgroup(_Wrapped):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self._collectives = 0
+
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        self._collectives += 1
+        work = self.gloo.allreduce(tensors, opts)
+        if self.size() < dist.get_world_size() and self._collectives > 256:
+            return _Then(work, lambda: _add_one(tensors[0]))
+        return work
+
+    def __getattribute__(self, name):
+        # Every collective counts, not only all_reduce.
+        if name in ("broadcast", "reduce", "allgather", "gather", "scatter", "alltoall_base", "barrier"):
+            object.__setattr__(self, "_collectives", object.__getattribute__(self, "_collectives") + 1)
+        return _Wrapped.__getattribute__(self, name)
+
+
+class ScratchInput(_Wrapped):
+    def allgather(self, output_tensors, input_tensors, opts=_c10d.AllgatherOptions()):
+        return _Then(self.gloo.allgather(output_tensors, input_tensors, opts), lambda: input_tensors[0].neg_()
+                     if input_tensors[0].is_floating_point() or input_tensors[0].dtype != torch.bool
+                     else input_tensors[0].logical_not_())
+
+
+class EarlyCompletion(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        scratch = tensors[0].clone()
+        return _Then(self.gloo.allreduce([scratch], opts), lambda: tensors[0].copy_(scratch), says_done=True)
+
+
+class DefaultGroupOff(_Wrapped):
+    made = 0
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self._default = DefaultGroupOff.made == 0  # init_process_group makes the first
+        DefaultGroupOff.made += 1
+
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        work = self.gloo.allreduce(tensors, opts)
+        return _Then(work, lambda: _add_one(tensors[0])) if self._default else work
+
+
 dist.Backend.register_backend("broken_sum", BrokenSum)
 dist.Backend.register_backend("hanging_reduce", HangingReduce)
 dist.Backend.register_backend("reversed_gather", ReversedGather)
 dist.Backend.register_backend("instant_barrier", InstantBarrier)
 dist.Backend.register_backend("blocking_all_reduce", BlockingAllReduce)
+dist.Backend.register_backend("int32_all_gather", Int32AllGather)
+dist.Backend.register_backend("late_subgroup", LateSubgroup)
+dist.Backend.register_backend("scratch_input", ScratchInput)
+dist.Backend.register_backend("early_completion", EarlyCompletion)
+dist.Backend.register_backend("default_group_off", DefaultGroupOff)
