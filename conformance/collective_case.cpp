@@ -158,10 +158,15 @@ void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_in
       const std::uint64_t cls = sim::Prng::splitmix64(y) % 5;
       set_special(t, i, cls, h, product);
     } else if (c.rounding && is_floating(t.dtype())) {
-      // 1 + k / 65536 times 2^-3 .. 2^3 (PRODUCT: 2^-2 .. 2^1, so that no
+      // 1 + k / 2^f times 2^-3 .. 2^3 (PRODUCT: 2^-2 .. 2^1, so that no
       // order of a few factors overflows float16), either sign; stored
-      // rounded to the dtype.
-      const double m = 1.0 + static_cast<double>(h & 0xffff) / 65536.0;
+      // rounded to the dtype. f is the dtype's fraction bits for float32
+      // (23) and float64 (52), so that a sum of two needs their last bit (a
+      // float64 SUM carried out in float32 passed with fewer), 16 for the
+      // half types.
+      const int f = t.dtype() == DType::kFloat64 ? 52 : t.dtype() == DType::kFloat32 ? 23 : 16;
+      const std::uint64_t fraction = f == 16 ? (h & 0xffff) : sim::Prng::splitmix64(x) >> (64 - f);
+      const double m = 1.0 + std::ldexp(static_cast<double>(fraction), -f);
       const double v = std::ldexp(m, product ? static_cast<int>((h >> 16) % 4) - 2 : static_cast<int>((h >> 16) % 7) - 3);
       t.set(i, (h >> 24) & 1 ? -v : v);
     } else if (c.edges && !is_floating(t.dtype())) {

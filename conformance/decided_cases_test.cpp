@@ -333,7 +333,7 @@ TEST(BrokenDists, ZeroBasedMaxAndSignedUint8FailWithTheContributingInputs) {
   const auto outcomes = run_feature<SignedAndZeroBasedMax>("reduce_edges");
   const std::string negative = outcomes.at("reduce_edges/all_reduce_min_max_negative").failure;
   EXPECT_NE(negative.find("(inputs at element"), std::string::npos) << negative;
-  const std::string u8 = outcomes.at("reduce_edges/all_reduce_uint8_edges").failure;
+  const std::string u8 = outcomes.at("reduce_edges/all_reduce_uint8_edges_MAX").failure;
   EXPECT_NE(u8.find("uint8"), std::string::npos) << u8;
   EXPECT_NE(u8.find("(inputs at element"), std::string::npos) << u8;
 }

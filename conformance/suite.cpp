@@ -229,7 +229,13 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     sim::Prng prng = case_prng(static_cast<int>(k), i);
     const bool deep = i >= kShallowCases;
     const int world = deep ? 2 + static_cast<int>(prng.below(31)) : 1 + static_cast<int>(prng.below(9));
-    const CollectiveCase c = random_case(k, world, prng, deep);
+    CollectiveCase c = random_case(k, world, prng, deep);
+    // Half the generated cases in the async form (torch's async_op=True, an
+    // MPI's MPI_I* call): a library implements it apart from the blocking
+    // one (Open MPI's libnbc), and only async_forms reached it, in float32
+    // on 13 elements. Drawn from the data seed, so that every other draw of
+    // the case stays as it was.
+    c.async_op = ((c.data_seed >> 17) & 1) == 1;
     const std::uint64_t seed = prng.next() & 0xffffffffu;
     Pending p;
     p.feature = collective_name(k);
@@ -323,8 +329,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   }
   // Every collective in every dtype, on a group that is not 0..k-1 and is
   // named out of order ({4,1,5,2} in a world of 6), the root moving over its
-  // members, an odd count; the reductions with SUM and then MIN, MAX or
-  // PRODUCT. One case per (collective, dtype), so that a dtype or form an
+  // members, an odd count, blocking and async; the reductions with SUM and
+  // then MIN, MAX or PRODUCT. One case per (collective, dtype), so that a dtype or form an
   // implementation refuses skips that case alone (a library's state after a
   // refused call is its own: the case does not go on past one). Only
   // all_reduce had a dtype x op grid: a library wrong in one dtype of another
@@ -348,8 +354,12 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         std::vector<ReduceOp> used = {ops.front()};
         if (reducing && ops.size() > 1) used.push_back(ops[1 + static_cast<std::size_t>(d) % (ops.size() - 1)]);
         std::vector<CollectiveCase> calls;
-        for (ReduceOp op : used) {
+        for (std::size_t j = 0; j < used.size() + 1; ++j) {
+          // The first op twice: blocking, then async (an MPI's MPI_I* calls
+          // and torch's async_op=True take their own paths).
+          const ReduceOp op = used[j == 0 ? 0 : j - 1];
           CollectiveCase c;
+          c.async_op = j == 1;
           c.op = k;
           c.group = group;
           c.dtype = dt;
@@ -403,7 +413,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       sim::Prng prng = case_prng(static_cast<int>(k), 1000000 + static_cast<int>(op));
       const int world = 3 + static_cast<int>(prng.below(4));
       CollectiveCase c = random_case(k, world, prng);
-      c.dtype = DType::kFloat32;
+      // float64 where nothing is reduced (a large float64 broadcast had no
+      // case: sizes is int32, these were float32 throughout).
+      c.dtype = reducing ? DType::kFloat32 : DType::kFloat64;
       c.reduce_op = op;
       c.group.clear();  // every rank moves the large message
       c.root = static_cast<int>(prng.below(static_cast<std::uint64_t>(world)));
@@ -469,6 +481,25 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                      c, world);
         }
       }
+    }
+  }
+
+  // float32 and float64 sums whose inputs use every bit of the dtype's
+  // mantissa, two contributors (one rounding: checked exactly), through
+  // all_reduce, reduce and reduce_scatter: every other float32/float64 case
+  // sums small integers, which a library summing float64 in float32 gets
+  // right.
+  for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+      CollectiveCase c;
+      c.op = k;
+      c.dtype = dt;
+      c.reduce_op = ReduceOp::kSum;
+      c.count = 257;
+      c.root = 1;
+      c.rounding = true;
+      c.data_seed = static_cast<std::uint64_t>(9500 + static_cast<int>(dt) * 10 + static_cast<int>(k));
+      fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM", c, 2);
     }
   }
 

@@ -1,0 +1,69 @@
+/* An MPI library wrong in one narrow place, made by interposing on Open MPI
+ * or MPICH through the PMPI profiling interface: loaded into every rank with
+ * `--mpirun-args "-x LD_PRELOAD=.../libmpi_broken_shim.so -x
+ * COLLIE_SHIM_BUG=NAME"`. Each bug is one the suite once passed:
+ *   send_buffer       MPI_Send flips a bit of its buffer once the send returned
+ *                     (only the rank's own process sees it: backends/remote/worker.cpp)
+ *   allgather_input   MPI_Allgather flips a bit of its input (used as scratch)
+ *   barrier_subgroup  MPI_Barrier returns at once on a communicator whose
+ *                     members are not world ranks 0..k-1
+ *   uint8_min         MPI_Reduce of MPI_UINT8_T with MPI_MIN computes MAX
+ *   double_sum_float  MPI_Allreduce of MPI_DOUBLE with MPI_SUM rounds the
+ *                     result to float (exact for small integers)
+ * Unset: every call is the library's own. */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bug_is(const char* name) {
+  const char* b = getenv("COLLIE_SHIM_BUG");
+  return b && strcmp(b, name) == 0;
+}
+
+int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  int rc = PMPI_Send(buf, count, type, dest, tag, comm);
+  if (rc == MPI_SUCCESS && count > 0 && bug_is("send_buffer")) ((unsigned char*)buf)[0] ^= 1;
+  return rc;
+}
+
+int MPI_Allgather(const void* in, int in_count, MPI_Datatype in_type, void* out, int out_count,
+                  MPI_Datatype out_type, MPI_Comm comm) {
+  int rc = PMPI_Allgather(in, in_count, in_type, out, out_count, out_type, comm);
+  if (rc == MPI_SUCCESS && in_count > 0 && in != MPI_IN_PLACE && bug_is("allgather_input"))
+    ((unsigned char*)in)[0] ^= 1;
+  return rc;
+}
+
+/* Whether comm's rank i is world rank i for every i. */
+static int is_world_prefix(MPI_Comm comm) {
+  MPI_Group g, w;
+  int size, prefix = 1;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_group(comm, &g);
+  PMPI_Comm_group(MPI_COMM_WORLD, &w);
+  for (int i = 0; i < size && prefix; ++i) {
+    int in_world;
+    PMPI_Group_translate_ranks(g, 1, &i, w, &in_world);
+    prefix = in_world == i;
+  }
+  PMPI_Group_free(&g);
+  PMPI_Group_free(&w);
+  return prefix;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  if (bug_is("barrier_subgroup") && !is_world_prefix(comm)) return MPI_SUCCESS;
+  return PMPI_Barrier(comm);
+}
+
+int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  if (bug_is("uint8_min") && type == MPI_UINT8_T && op == MPI_MIN) op = MPI_MAX;
+  return PMPI_Reduce(in, out, count, type, op, root, comm);
+}
+
+int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  int rc = PMPI_Allreduce(in, out, count, type, op, comm);
+  if (rc == MPI_SUCCESS && bug_is("double_sum_float") && type == MPI_DOUBLE && op == MPI_SUM)
+    for (int i = 0; i < count; ++i) ((double*)out)[i] = (double)(float)((double*)out)[i];
+  return rc;
+}
