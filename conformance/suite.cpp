@@ -303,15 +303,18 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   for (int i = 0; i < std::min(o.cases_per_feature, 4); ++i) pending.push_back(monitored_case(i));
   // A case fixed by the suite (not drawn from the seed): its replay needs
   // only its name.
-  auto fixed_case = [&](const std::string& feature, const std::string& name, const CollectiveCase& c, int world) {
+  // `cases` run in sequence on one job; `what` heads their reports ("world W" when empty).
+  auto fixed_case = [&](const std::string& feature, const std::string& name, std::vector<CollectiveCase> cases,
+                        int world, std::string what = "") {
     Pending p;
     p.feature = feature;
     p.name = name;
     p.kind = "property";
     p.world = world;
     p.replay = "collie conformance --backend " + o.backend + conf_flags + " --filter '^" + feature + "/" + name + "$'";
-    p.run = [c, world, strict, library, on_job, property] {
-      return property(run_and_check(on_job(world, 1), world, {c}, strict, "", library), "world " + std::to_string(world));
+    if (what.empty()) what = "world " + std::to_string(world);
+    p.run = [cases = std::move(cases), world, what = std::move(what), strict, library, on_job, property] {
+      return property(run_and_check(on_job(world, 1), world, cases, strict, "", library), what);
     };
     pending.push_back(std::move(p));
   };
@@ -324,7 +327,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.reduce_op = static_cast<ReduceOp>(op);
       c.count = 33;
       c.data_seed = static_cast<std::uint64_t>(d * 100 + op + 1);
-      fixed_case("dtypes_x_ops", std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op)), c, 5);
+      fixed_case("dtypes_x_ops", std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op)), {c}, 5);
     }
   }
   // Every collective in every dtype, on a group that is not 0..k-1 and is
@@ -351,15 +354,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct})
           if (!reduce_op_unsupported(op, dt)) ops.push_back(op);
         if (ops.empty()) continue;
-        std::vector<ReduceOp> used = {ops.front()};
-        if (reducing && ops.size() > 1) used.push_back(ops[1 + static_cast<std::size_t>(d) % (ops.size() - 1)]);
+        // (op, async): the first op blocking and async (an MPI's MPI_I*
+        // calls and torch's async_op=True take their own paths), then another.
+        std::vector<std::pair<ReduceOp, bool>> forms = {{ops.front(), false}, {ops.front(), true}};
+        if (reducing && ops.size() > 1) forms.emplace_back(ops[1 + static_cast<std::size_t>(d) % (ops.size() - 1)], false);
         std::vector<CollectiveCase> calls;
-        for (std::size_t j = 0; j < used.size() + 1; ++j) {
-          // The first op twice: blocking, then async (an MPI's MPI_I* calls
-          // and torch's async_op=True take their own paths).
-          const ReduceOp op = used[j == 0 ? 0 : j - 1];
+        for (const auto& [op, async] : forms) {
           CollectiveCase c;
-          c.async_op = j == 1;
+          c.async_op = async;
           c.op = k;
           c.group = group;
           c.dtype = dt;
@@ -370,18 +372,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           c.data_seed = static_cast<std::uint64_t>(70000 + static_cast<int>(k) * 1000 + d * 10 + static_cast<int>(calls.size()));
           calls.push_back(c);
         }
-        Pending p;
-        p.feature = "collective_dtypes";
-        p.name = collective_name(k) + "_" + std::string(dtype_name(dt));
-        p.kind = "property";
-        p.world = kWorld;
-        p.replay =
-            "collie conformance --backend " + o.backend + conf_flags + " --filter '^" + p.feature + "/" + p.name + "$'";
-        p.run = [calls, strict, library, on_job, property] {
-          return property(run_and_check(on_job(kWorld, 1), kWorld, calls, strict, "", library),
-                          "world 6, group {4,1,5,2}");
-        };
-        pending.push_back(std::move(p));
+        fixed_case("collective_dtypes", collective_name(k) + "_" + std::string(dtype_name(dt)), std::move(calls), kWorld,
+                   "world 6, group {4,1,5,2}");
       }
     }
   }
@@ -397,7 +389,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.count = 64;
       c.data_seed = static_cast<std::uint64_t>(static_cast<int>(dt) * 100 + static_cast<int>(op) + 7);
       c.special_values = true;
-      fixed_case("special_values", std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), c, 5);
+      fixed_case("special_values", std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), {c}, 5);
     }
   }
 
@@ -456,7 +448,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           if (world == 4 && op == ReduceOp::kMax) c.group = {0, 2, 3};
           fixed_case("half_precision",
                      std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_world" + std::to_string(world),
-                     c, world);
+                     {c}, world);
         }
       }
       // Four contributors in a forced butterfly order (a power-of-two
@@ -478,7 +470,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           fixed_case("half_precision",
                      std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)) + "_" +
                          std::string(algorithm_name(alg)) + (in_group ? "_group4" : "_world4"),
-                     c, world);
+                     {c}, world);
         }
       }
     }
@@ -499,7 +491,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.root = 1;
       c.rounding = true;
       c.data_seed = static_cast<std::uint64_t>(9500 + static_cast<int>(dt) * 10 + static_cast<int>(k));
-      fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM", c, 2);
+      fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM", {c}, 2);
     }
   }
 

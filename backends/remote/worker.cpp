@@ -24,11 +24,11 @@ namespace {
 using json = nlohmann::json;
 
 // An op this rank was asked to run, over its own copies of the buffers, and
-// each buffer's bytes as the op was issued.
+// the bytes, as issued, of each buffer it must not write: (operand, bytes).
 struct Op {
   DecodedCall decoded;
   Work work;
-  std::vector<std::vector<std::byte>> issued;
+  std::vector<std::pair<std::size_t, std::vector<std::byte>>> read_only;
 };
 
 std::vector<std::byte> bytes_of(const Tensor& t) {
@@ -191,10 +191,8 @@ class Server {
   };
   std::string changed_buffers(const Op& o) const {
     const std::string name(o.decoded.call.name());
-    std::set<std::size_t> writes;
-    if (!o.work.not_member()) writes.insert(o.decoded.writes.begin(), o.decoded.writes.end());
-    for (std::size_t k = 0; k < o.decoded.tensors.size() && k < o.issued.size(); ++k)
-      if (!writes.count(k) && !same_bytes(o.decoded.tensors[k], o.issued[k]))
+    for (const auto& [k, bytes] : o.read_only)
+      if (!same_bytes(o.decoded.tensors[k], bytes))
         return name + " changed its operand " + std::to_string(k) +
                ", which it only reads (a send's buffer, a collective's input, or a buffer of a rank outside the "
                "group): the library wrote into the program's buffer";
@@ -247,9 +245,14 @@ class Server {
     const json& h = m.head;
     const auto id = h.at("id").get<std::uint64_t>();
     Op o{decode_call(h, m.blobs), Work(), {}};
-    for (const Tensor& t : o.decoded.tensors) o.issued.push_back(bytes_of(t));
     try {
       o.decoded.call.group = group_of(h, o.decoded.call);
+      // A member may write its outputs; a rank outside the group nothing.
+      const Group& g = o.decoded.call.group;
+      const bool member = g.is_world_default() || g.is_member();
+      const std::set<std::size_t> writes(o.decoded.writes.begin(), o.decoded.writes.end());
+      for (std::size_t k = 0; k < o.decoded.tensors.size(); ++k)
+        if (!member || !writes.count(k)) o.read_only.emplace_back(k, bytes_of(o.decoded.tensors[k]));
       if (strided_ && !hooks_.no_strided_views.empty())
         throw Error(ErrorKind::kUnsupported, OpContext{d_.rank(), std::string(o.decoded.call.name()), "", -1, {}},
                     hooks_.no_strided_views);

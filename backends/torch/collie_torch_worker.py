@@ -26,6 +26,7 @@ broke the protocol; 3 the job cannot start here (an unknown backend, an
 import that fails), with one line on stderr saying why.
 """
 
+import collections
 import datetime
 import faulthandler
 import hashlib
@@ -268,7 +269,7 @@ class Worker:
         self.strided = False  # the run hands the library non-contiguous views
         self.answered = set()  # async ops that failed when issued (a wait for one is answered)
         self.world_timeout_ns = None  # the timeout group 0 was made with
-        self.kept, self.kept_bytes = [], 0  # completed ops' tensors: (op, id, operand, tensor, its bytes then)
+        self.kept, self.kept_bytes = collections.deque(), 0  # completed ops' tensors: (op, id, operand, tensor, its bytes then)
 
     # ---- groups -----------------------------------------------------------
     def begin_run(self, timeout_ns):
@@ -290,7 +291,7 @@ class Worker:
         self.group_errors = {}
         self.handles = {}
         self.answered = set()
-        self.kept, self.kept_bytes = [], 0
+        self.kept, self.kept_bytes = collections.deque(), 0
         if not keep:
             self.world_timeout_ns = timeout_ns
             if self.init_timeout_ns is not None and (timeout_ns or DEFAULT_TIMEOUT_NS) == self.init_timeout_ns:
@@ -368,11 +369,11 @@ class Worker:
     KEPT_TENSORS = 64            # the latest completed ops' tensors, re-read as each later op completes
     KEPT_BYTES = 8 << 20
 
-    def check_untouched(self, op, tensors, blobs, outs):
-        """What changed that may not have (a sentence), or None."""
+    def check_untouched(self, op, now, blobs, outs):
+        """What changed that may not have (a sentence), or None. `now`: each tensor's bytes at completion."""
         writes = set(outs)
-        for k, t in enumerate(tensors):
-            if k not in writes and k < len(blobs) and to_bytes(t) != bytes(blobs[k]):
+        for k, b in enumerate(now):
+            if k not in writes and k < len(blobs) and b != bytes(blobs[k]):
                 return ("%s changed its operand %d, which it only reads (a send's tensor, a collective's input, or "
                         "a tensor of a rank outside the group): the library wrote into the program's tensor" % (op, k))
         for (kop, kid, k, t, b) in self.kept:
@@ -381,18 +382,19 @@ class Worker:
                         "while later ops ran: the library wrote into the program's tensor late" % (kop, k, kid))
         return None
 
-    def keep_completed(self, op, op_id, tensors):
-        for k, t in enumerate(tensors):
-            b = to_bytes(t)
+    def keep_completed(self, op, op_id, tensors, now):
+        for k, (t, b) in enumerate(zip(tensors, now)):
             if len(b) > self.KEPT_BYTES:
                 continue
             self.kept.append((op, op_id, k, t, b))
             self.kept_bytes += len(b)
         while self.kept and (len(self.kept) > self.KEPT_TENSORS or self.kept_bytes > self.KEPT_BYTES):
-            self.kept_bytes -= len(self.kept.pop(0)[4])
+            self.kept_bytes -= len(self.kept.popleft()[4])
 
     def complete(self, op_id, head, work, tensors, source, group, blobs):
         op = head["op"]
+        writes = [k for k in head.get("writes", []) if k < len(tensors)]
+        said_done_with = None  # the outputs when the Work said is_completed() before wait()
         try:
             if work is not None:
                 if isinstance(work, list):  # batch_isend_irecv's requests
@@ -401,33 +403,34 @@ class Worker:
                 else:
                     # A Work that says it completed must have its outputs in
                     # place: they may not change in wait() after that.
-                    said_done = work.is_completed()
-                    before = [to_bytes(tensors[k]) for k in head.get("writes", []) if k < len(tensors)] \
-                        if said_done else None
+                    if work.is_completed():
+                        said_done_with = [to_bytes(tensors[k]) for k in writes]
                     if head.get("timeout_ns"):
                         work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
                     else:
                         work.wait()
-                    if said_done and before != [to_bytes(tensors[k]) for k in head.get("writes", [])
-                                                if k < len(tensors)]:
-                        raise RuntimeError("collie: Work.is_completed() returned True before wait(), yet the op's "
-                                           "outputs changed in wait(): they were not in place when it said so")
                 if op == "irecv" and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()
         except Exception as e:  # noqa: BLE001 -- the library's own error, reported as is
             self.reply_error(op_id, e)
             return
+        now = [to_bytes(t) for t in tensors]  # once: the checks, the kept copies and the answer
+        if said_done_with is not None and said_done_with != [now[k] for k in writes]:
+            self.reply_error(op_id, RuntimeError(
+                "collie: Work.is_completed() returned True before wait(), yet the op's outputs changed in wait(): "
+                "they were not in place when it said so"))
+            return
         not_member = group is dist.GroupMember.NON_GROUP_MEMBER
-        outs = [] if not_member else [k for k in head.get("writes", []) if k < len(tensors)]
-        changed = self.check_untouched(op, tensors, blobs, outs)
+        outs = [] if not_member else writes
+        changed = self.check_untouched(op, now, blobs, outs)
         if changed:
             self.reply_error(op_id, RuntimeError("collie: " + changed))
             return
-        self.keep_completed(op, op_id, tensors)
+        self.keep_completed(op, op_id, tensors, now)
         self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
                          "not_member": not_member, "outputs": outs},
-                        [to_bytes(tensors[k]) for k in outs])
+                        [now[k] for k in outs])
 
     def op(self, head, blobs):
         op_id = head["id"]
