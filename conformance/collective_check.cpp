@@ -152,9 +152,15 @@ CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<Co
     for (std::size_t k = 0; k < cases.size(); ++k) {
       DistCall& call = calls[me][k].call;
       call.group = groups[k];
-      const int members = static_cast<int>(case_members(cases[k], W).size());
+      const std::vector<int> member_list = case_members(cases[k], W);
+      const int members = static_cast<int>(member_list.size());
       recorded.push_back(recorder.before(call, group_label(cases[k], W), cases[k].describe(!library, members)));
-      if (is_barrier(cases[k])) ++entered[k];
+      // Members only: a rank outside the group also makes the call (and is
+      // answered not_member), and counting it let a barrier that released
+      // its members at once pass whenever the outsiders called first.
+      if (is_barrier(cases[k]) &&
+          std::find(member_list.begin(), member_list.end(), comm.rank()) != member_list.end())
+        ++entered[k];
       works.push_back(dispatch(comm, call));
     }
     std::exception_ptr first;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "conformance/case_calls.h"
+#include "conformance/collective_check.h"
 #include "conformance/decided_cases.h"
 #include "conformance/targeted_checks.h"
 #include "core/communicator.h"
@@ -142,6 +143,28 @@ class InstantBarrier final : public ForwardingDist {
   Work barrier(const Group& g, CollectiveOptions) override {
     return completed_work(&executor(), !g.is_world_default() && !g.is_member(), "barrier");
   }
+};
+
+// In a subgroup, barrier releases each member 1 ms after it called,
+// whoever else has: the ranks outside the group have called by then too
+// (they are not late), which a count of every caller took for the members.
+class BarrierReleasingAfterOneMs final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work barrier(const Group& g, CollectiveOptions o) override {
+    if (g.is_world_default() || !g.is_member()) return d_.barrier(g, o);
+    auto w = std::make_shared<WorkState>();
+    w->executor = &executor();
+    spawned_.spawn(release_after(executor(), 1'000'000, w));
+    return Work(w);
+  }
+
+ private:
+  static Spawned release_after(Executor& e, Nanos ns, std::shared_ptr<WorkState> w) {
+    co_await sleep_for(e, ns);
+    w->finish();
+  }
+  SpawnRegistry spawned_;
 };
 
 // An any-source receive reports the sender's group rank.
@@ -311,6 +334,15 @@ TEST(BrokenDists, BarrierThatReturnsAtOnceFails) {
   CollectiveCase c;
   c.op = CollectiveKind::kBarrier;
   EXPECT_NE(run_and_check(on_sim<InstantBarrier>(w), 3, {c}, true).failure, "");
+}
+
+// Regression: the count of callers included the ranks outside the group, so
+// this barrier passed on Open MPI (a PMPI shim) in some runs and not others.
+TEST(BrokenDists, SubgroupBarrierReleasingItsMembersBeforeTheLateOneFails) {
+  const auto outcomes = run_feature<BarrierReleasingAfterOneMs>("barrier_entry");
+  const std::string f = outcomes.at("barrier_entry/barrier_in_subgroup").failure;
+  EXPECT_NE(f.find(" of its 4 members had entered (rank 1 entered 500 ms late)"), std::string::npos) << f;
+  EXPECT_EQ(outcomes.at("barrier_entry/barrier_world").failure, "");
 }
 
 TEST(BrokenDists, AnySourceReportingGroupRanksFails) {
