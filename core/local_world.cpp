@@ -11,6 +11,10 @@ namespace collie {
 
 namespace {
 
+// How long, on the transport's clock, a world waits after its run for the
+// send completions still owed (LocalWorld::run).
+constexpr Nanos kOwedCompletionsGraceNs = 1'000'000'000;
+
 struct Yield {
   Executor* e;
   bool await_ready() const noexcept { return false; }
@@ -165,6 +169,40 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
                             (when ? " for t=" + std::to_string(*when) + " ns" : std::string()) +
                             " with schedule_at(); core/executor.h: a timer resumes once now() reaches its time, "
                             "so nothing is stuck while one is pending -- this transport's timers never fire";
+    }
+  }
+  // Completions the transport still owes once every rank is done (a NACK's,
+  // which no op waits for; a send whose op was given up): it runs until it
+  // made them or has nothing left to do, and any it forgot are its fault.
+  if (!stuck && res.transport_fault.empty()) {
+    auto owing = [&](std::size_t r) {
+      return !(context.crashed && context.crashed(static_cast<int>(r))) && comms_[r]->engine().owes_completions();
+    };
+    auto owes = [&] {
+      for (std::size_t r = 0; r < n; ++r)
+        if (owing(r)) return true;
+      return false;
+    };
+    if (owes()) {
+      try {
+        exec.run_until([&] { return !owes(); }, exec.now() + kOwedCompletionsGraceNs);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kDeadlock) throw;  // ran dry: what is owed now never comes
+      }
+      std::vector<std::string> owed;
+      for (std::size_t r = 0; r < n; ++r)
+        if (owing(r))
+          for (std::string& line : comms_[r]->engine().owed_completions()) owed.push_back(std::move(line));
+      if (!owed.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < owed.size() && i < 3; ++i) list += (i ? "; " : "") + owed[i];
+        if (owed.size() > 3) list += "; and " + std::to_string(owed.size() - 3) + " more";
+        res.transport_fault = "transport: " + std::to_string(owed.size()) + " send" + (owed.size() > 1 ? "s" : "") +
+                              " never completed (no on_send_complete() by t=" + std::to_string(exec.now()) +
+                              " ns, after every rank had finished and the transport ran dry or " +
+                              std::to_string(kOwedCompletionsGraceNs / 1'000'000) + " ms passed): " + list +
+                              "; core/transport.h: every send posted with a cookie is completed exactly once";
+      }
     }
   }
   // A contract violation fails the run even when every op had finished

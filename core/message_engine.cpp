@@ -242,6 +242,10 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   if (scribble_) scribble_->restore();
   if (auto bad = malformed(h, &payload)) return contract_violation(&h, *bad);
   if (scribble_ && read_after_completion(h, payload)) return;
+  if (odd_ && told_lost(h.src))
+    return contract_violation(&h, "a frame from rank " + std::to_string(h.src) +
+                                      " after the transport reported it lost (on_peer_lost: " + odd_->lost_why[h.src] +
+                                      "): a lost peer is lost for good, and nothing it sent arrives after the report");
   switch (h.kind) {
     case FrameKind::kEager:
     case FrameKind::kRts: {
@@ -562,10 +566,17 @@ void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
       ++it;
     }
   }
+  // A send still waiting for its CTS goes. One on the wire stays until its
+  // completion: the transport may still read its buffer, and it may still
+  // complete it (exactly once) or, the peer being gone, never.
   for (auto it = sends_.begin(); it != sends_.end();) {
-    if (it->second.header.dst == peer && it->second.work) {
-      failed.emplace_back(it->second.work, error_for(it->second.info()));
-      if (it->second.awaiting_cts) retire_send(it->first);
+    if (it->second.header.dst != peer) {
+      ++it;
+      continue;
+    }
+    failed.emplace_back(it->second.work, error_for(it->second.info()));
+    if (it->second.awaiting_cts) {
+      retire_send(it->first);
       it = sends_.erase(it);
     } else {
       ++it;
@@ -826,11 +837,17 @@ std::size_t MessageEngine::abort_all(std::exception_ptr err) {
     retire_inbound(key);
   }
   inbound_.clear();
-  for (auto& [id, ps] : sends_) {
-    if (ps.work) works.push_back(ps.work);
-    if (ps.awaiting_cts) retire_send(id);
+  // Sends on the wire stay until the transport completes them (it may still
+  // read their buffers); their ops fail now like the rest.
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->second.work) works.push_back(it->second.work);
+    if (it->second.awaiting_cts) {
+      retire_send(it->first);
+      it = sends_.erase(it);
+    } else {
+      ++it;
+    }
   }
-  sends_.clear();
   std::size_t failed = 0;
   for (auto& w : works) {
     if (!w || w->completed) continue;
@@ -1003,6 +1020,32 @@ std::vector<std::string> MessageEngine::describe_pending() const {
        << describe_elements(s.buf.dtype, s.buf.count) << ") "
        << (s.awaiting_cts ? "waiting for the receiver to post a matching receive (rendezvous)" : "in flight")
        << " since t=" << s.work->posted_at << "ns";
+    out.push_back(os.str());
+  }
+  return out;
+}
+
+bool MessageEngine::owes_completions() const {
+  for (const auto& [id, s] : sends_)
+    if (!s.awaiting_cts && !told_lost(s.header.dst)) return true;
+  return false;
+}
+
+std::vector<std::string> MessageEngine::owed_completions() const {
+  std::vector<std::string> out;
+  for (const auto& [id, s] : sends_) {
+    if (s.awaiting_cts || told_lost(s.header.dst)) continue;
+    std::ostringstream os;
+    os << "rank " << rank_ << "'s ";
+    if (s.header.kind == FrameKind::kNack) {
+      os << "NACK (its refusal of rendezvous " << s.header.rendezvous_id << ") to rank " << s.header.dst << " (cookie "
+         << id << ")";
+    } else {
+      os << (s.header.kind == FrameKind::kRts ? "data frame of rendezvous " + std::to_string(s.header.rendezvous_id)
+                                              : std::string("eager frame"))
+         << " to rank " << s.header.dst << " (cookie " << id << ", " << who(s.info()) << ", tag " << s.header.tag
+         << ", posted at t=" << s.work->posted_at << " ns)";
+    }
     out.push_back(os.str());
   }
   return out;

@@ -197,6 +197,13 @@ class MessageEngine final : public FrameSink {
   // Messages that arrived and were never received, one line each.
   std::vector<std::string> describe_unexpected() const;
 
+  // Sends handed to the transport whose on_send_complete() has not come,
+  // one line each -- less those to peers it reported lost (their
+  // completions may never come). Once a run has ended and the transport
+  // ran dry, any left were forgotten: the contract owes each exactly one.
+  bool owes_completions() const;
+  std::vector<std::string> owed_completions() const;
+
   // Whether the transport reported `peer` lost (on_peer_lost), cleanly or not.
   bool told_lost(int peer) const { return odd_ && odd_->lost_why.count(peer) != 0; }
 

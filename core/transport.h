@@ -80,6 +80,9 @@ class FrameSink {
   // peer said goodbye first (its program finished): only ops that still
   // wait for it fail. Otherwise it died or the link broke: every op waiting
   // on it and every collective of a group it belongs to fail, naming it.
+  // After this call no frame from `peer` arrives (the core fails one that
+  // does as a contract violation). Sends to `peer` already posted may still
+  // be completed, once, or never: the core keeps their buffers until then.
   virtual void on_peer_lost(int peer, const std::string& why, bool clean) = 0;
 };
 
@@ -99,7 +102,11 @@ class Transport : public Executor {
   // is in memory_space(); a NACK's is host memory. Requires: `payload` stays valid and
   // unmodified until on_send_complete(cookie) -- which is called exactly once,
   // later, from inside run_until() and never inside this call, unless cookie
-  // is null, in which case it is never called.
+  // is null, in which case it is never called. Completion may come after the
+  // frame's delivery and after the ops that needed it finished (a NACK's send
+  // has no op at all): once its programs end, a world runs the transport
+  // until every completion owed by a live peer came, and fails the run if
+  // one never does.
   virtual void post_send(const FrameHeader& header, std::span<const std::byte> payload,
                          void* cookie) = 0;
 

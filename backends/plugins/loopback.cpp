@@ -37,6 +37,11 @@
 //   corrupt_<kind>_<field>_loopback  changes one header field of every few frames of one kind in transit
 //   forged_<kind>_<field>_loopback   the same, sealing the header again (only the protocol can tell)
 //   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
+//   zombie_loopback              a crashed rank's peers are told, but it runs on and its frames still arrive
+//   nack_forgetting_loopback     never completes a NACK's send (no op waits for one: only the end of a run shows it)
+// And one that bends the contract without breaking it, which must pass:
+//   late_completing_loopback     completes every send 40 turns of the queue late (after a peer's loss
+//                                was reported too, after every rank finished too)
 #include <dlfcn.h>
 
 #include <deque>
@@ -76,6 +81,9 @@
 #define LOOPBACK_TIMER_INSIDE_CALL 18
 #define LOOPBACK_CORRUPT_HEADER 19
 #define LOOPBACK_READ_AFTER_COMPLETE 20
+#define LOOPBACK_ZOMBIE 21
+#define LOOPBACK_FORGET_NACK_COMPLETION 22
+#define LOOPBACK_LATE_COMPLETION 23
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -141,6 +149,12 @@ constexpr Variant kVariants[] = {
      "broken on purpose: schedule_at() resumes the coroutine inside the call"},
     {"old_abi_loopback", LOOPBACK_OLD_ABI, 1,
      "broken on purpose: says it was built for the previous plugin ABI (must be refused)"},
+    {"zombie_loopback", LOOPBACK_ZOMBIE, 1,
+     "broken on purpose: a crashed rank's peers are told it is lost, but it runs on and its frames arrive"},
+    {"nack_forgetting_loopback", LOOPBACK_FORGET_NACK_COMPLETION, 1,
+     "broken on purpose: never completes a NACK's send"},
+    {"late_completing_loopback", LOOPBACK_LATE_COMPLETION, 40,
+     "correct, bending the contract: completes every send 40 turns of its queue late"},
 };
 
 // This module's file name without folder and extension.
@@ -292,17 +306,18 @@ class Loopback final : public collie::InProcessBackend {
   }
 
   struct Item {
-    enum Kind { kResume, kDeliver, kSent, kReadLate, kLost } kind;
+    enum Kind { kResume, kDeliver, kSent, kReadLate, kLost, kSentLate } kind;
     int rank;
     void* ptr;
     FrameHeader header;
     std::vector<std::byte> payload;
     const std::byte* source = nullptr;  // kReadLate: the sender's buffer, read when this comes up again
-    int turns = 0;                      // kLost: the rank lost
+    int turns = 0;                      // kLost: the rank lost; kSentLate: turns still to wait
     std::string why = {};               // kLost
   };
   void push(Item it) {
-    if (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src))) queue_.push_back(std::move(it));
+    if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src))))
+      queue_.push_back(std::move(it));
   }
   // Timers fire, in time order, only when nothing else can run: the clock
   // then jumps to them.
@@ -348,12 +363,19 @@ class Loopback final : public collie::InProcessBackend {
       Item it = std::move(queue_.front());
       queue_.pop_front();
       ++events_;
-      if (crashed(it.rank)) continue;  // a dead rank does nothing
+      if (crashed(it.rank) && bug() != LOOPBACK_ZOMBIE) continue;  // a dead rank does nothing (the bug: it does)
       Endpoint& ep = *endpoints_[static_cast<std::size_t>(it.rank)];
       switch (it.kind) {
         case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
         case Item::kDeliver: ep.sink()->on_frame(it.header, it.payload); break;
         case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
+        case Item::kSentLate:
+          if (it.turns-- > 0) {
+            queue_.push_back(std::move(it));
+            break;
+          }
+          ep.sink()->on_send_complete(it.ptr);
+          break;
         case Item::kLost: ep.sink()->on_peer_lost(it.turns, it.why, false); break;
         case Item::kReadLate:
           // Behind the sender's resumption in the queue: it has run on (and
@@ -481,6 +503,13 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
   }
   if (bug() == LOOPBACK_RESUME_INSIDE_POST && nth) world_.resume_one_now();
   if (cookie && bug() == LOOPBACK_COMPLETE_INSIDE_POST && nth) return sink_->on_send_complete(cookie);
+  if (cookie && bug() == LOOPBACK_FORGET_NACK_COMPLETION && h.kind == collie::FrameKind::kNack) return;
+  if (cookie && bug() == LOOPBACK_LATE_COMPLETION) {
+    // The payload was copied above: the buffer is free now, its completion
+    // merely late (and still exactly once).
+    world_.push({Item::kSentLate, rank_, cookie, {}, {}, nullptr, static_cast<int>(every())});
+    return;
+  }
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
   if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
 }
