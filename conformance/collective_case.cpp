@@ -81,7 +81,7 @@ void set_bits(Tensor& t, std::size_t i, std::uint64_t bits) {
 // `h` (this rank's): see CollectiveCase::special_values for why each class
 // stays exact in any order. PRODUCT keeps to factors of magnitude 1 beside
 // the specials: a factor 2 could overflow float16 early in one order only.
-void set_special(Tensor& t, std::size_t i, std::uint64_t cls, std::uint64_t h, bool product) {
+void set_special(Tensor& t, std::size_t i, std::uint64_t cls, std::uint64_t shared, std::uint64_t h, bool product) {
   int exp_bits = 8, mant_bits = 23;
   switch (t.dtype()) {
     case DType::kFloat16: exp_bits = 5; mant_bits = 10; break;
@@ -95,6 +95,12 @@ void set_special(Tensor& t, std::size_t i, std::uint64_t cls, std::uint64_t h, b
   static constexpr double kSmall[] = {1, -1, 2, -2, 3};
   const double small = kSmall[(h >> 16) % (product ? 2 : 5)];
   switch (cls) {
+    case 5: {  // one infinity or signed zero on every rank (`shared` picks it): MAX of -inf
+               // everywhere is -inf, not the lowest finite value
+      const std::uint64_t same_sign = ((shared >> 8) & 1) << (exp_bits + mant_bits);
+      set_bits(t, i, same_sign | ((shared >> 9) % 3 ? inf : 0));
+      return;
+    }
     case 0:  // signed zeros
       set_bits(t, i, sign);
       return;
@@ -155,8 +161,8 @@ void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_in
     const std::uint64_t h = sim::Prng::splitmix64(x);
     if (c.special_values && is_floating(t.dtype())) {
       std::uint64_t y = c.data_seed ^ (static_cast<std::uint64_t>(list_index + 1) << 52) ^ i;
-      const std::uint64_t cls = sim::Prng::splitmix64(y) % 5;
-      set_special(t, i, cls, h, product);
+      const std::uint64_t shared = sim::Prng::splitmix64(y);
+      set_special(t, i, shared % 6, shared, h, product);
     } else if (c.rounding && is_floating(t.dtype())) {
       // 1 + k / 2^f times 2^-3 .. 2^3 (PRODUCT: 2^-2 .. 2^1, so that no
       // order of a few factors overflows float16), either sign; stored

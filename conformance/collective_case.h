@@ -8,7 +8,8 @@
 // types (wrapping arithmetic is order-independent); 0/1 for bool. With
 // special_values, each floating element draws from one class for every
 // rank -- signed zeros; NaNs among small values; infinities among small
-// values; subnormals; small values -- and collie's core must give the
+// values; subnormals; small values; one infinity or signed zero on every
+// rank (MAX of -inf everywhere) -- and collie's core must give the
 // oracle's bits (its canonical NaN, -0.0 below +0.0 for MIN/MAX); another
 // implementation whose NaN or zero bits differ gets a note, not a failure.
 #pragma once
@@ -45,7 +46,8 @@ struct CollectiveCase {
   // significant bits, magnitudes 1/8 .. 16, both signs; PRODUCT 1/4 .. 4), so that sums and
   // products need rounding: with two contributors one rounding, the same in
   // any order, so the result is checked exactly (a bfloat16 SUM that
-  // truncates instead of rounding to nearest even fails).
+  // truncates instead of rounding to nearest even fails). A collective that
+  // reduces nothing is checked exactly whatever the contributors.
   bool rounding = false;
   // The one-tensor form: all_gather_into_tensor, reduce_scatter_tensor,
   // all_to_all_single (instead of all_gather, reduce_scatter, all_to_all).

@@ -32,7 +32,11 @@ std::vector<std::size_t> butterfly_distances(Algorithm a, std::size_t n) {
 // How the checks judge a case's values (check/op_records.h).
 check::CollectiveRecord::Judging judging(const CollectiveCase& c, std::size_t members, bool strict) {
   check::CollectiveRecord::Judging j;
-  j.exact = !c.rounding && !c.special_values;
+  // Values that need rounding are exact still where nothing is reduced:
+  // a collective that only moves them must deliver every bit.
+  const bool reduces = c.op == CollectiveKind::kAllReduce || c.op == CollectiveKind::kReduce ||
+                       c.op == CollectiveKind::kReduceScatter;
+  j.exact = !(c.rounding && reduces) && !c.special_values;
   j.special_values = c.special_values;
   // Inexact inputs in a forced butterfly: collie's core must give that
   // order's bits; a library picks its own order and algorithm.

@@ -245,6 +245,15 @@ void barriers(std::vector<DecidedCase>& out) {
   // path there (one that returned at once passed the two above).
   barrier("barrier_in_subgroup", CollectiveKind::kBarrier, kUnsortedWorld, kUnsorted, false, 1);
   barrier("monitored_barrier_in_subgroup", CollectiveKind::kMonitoredBarrier, kUnsortedWorld, kUnsorted, false, 5);
+  // Sizes that are not powers of two, on the world (a dissemination or
+  // tree barrier takes another path there: an MPI_Barrier that returned at
+  // once on 3, 5, 6 and 7 ranks passed the four above), and the async form
+  // on the world and on ranks 0..k-1 (an MPI_Ibarrier wrong there only
+  // passed).
+  barrier("barrier_world_3", CollectiveKind::kBarrier, 3, {}, false, 1);
+  barrier("barrier_world_7", CollectiveKind::kBarrier, 7, {}, false, 6);
+  barrier("barrier_async_world_5", CollectiveKind::kBarrier, 5, {}, true, 4);
+  barrier("barrier_async_in_prefix_group", CollectiveKind::kBarrier, 4, {0, 1, 2}, true, 2);
 }
 
 void call_timeout(std::vector<DecidedCase>& out) {

@@ -318,16 +318,31 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     };
     pending.push_back(std::move(p));
   };
+  // Every (dtype, op) through every reduction, blocking then async (an
+  // MPI's MPI_I* calls and torch's async_op=True take their own paths): only
+  // all_reduce had the grid, blocking, and an MPI whose reduce_scatter did
+  // BXOR for BOR, or whose nonblocking int8 MAX compared unsigned, passed.
+  // One case per (collective, dtype, op): a form a library refuses skips
+  // that case alone. all_reduce's keep their names.
   for (int d = 0; d < kNumDTypes; ++d) {
     for (int op = 0; op < kNumReduceOps; ++op) {
       if (reduce_op_unsupported(static_cast<ReduceOp>(op), static_cast<DType>(d))) continue;
-      CollectiveCase c;
-      c.op = CollectiveKind::kAllReduce;
-      c.dtype = static_cast<DType>(d);
-      c.reduce_op = static_cast<ReduceOp>(op);
-      c.count = 33;
-      c.data_seed = static_cast<std::uint64_t>(d * 100 + op + 1);
-      fixed_case("dtypes_x_ops", std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op)), {c}, 5);
+      for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+        CollectiveCase c;
+        c.op = k;
+        c.dtype = static_cast<DType>(d);
+        c.reduce_op = static_cast<ReduceOp>(op);
+        c.count = k == CollectiveKind::kReduceScatter ? 7 : 33;  // per block: 35 in all
+        c.root = (d + op) % 5;
+        c.data_seed = static_cast<std::uint64_t>(d * 100 + op + 1 + 10000 * static_cast<int>(k != CollectiveKind::kAllReduce) +
+                                                 20000 * static_cast<int>(k == CollectiveKind::kReduceScatter));
+        CollectiveCase async = c;
+        async.async_op = true;
+        async.data_seed += 50000;
+        const std::string name = std::string(dtype_name(c.dtype)) + "_" + std::string(reduce_op_name(c.reduce_op));
+        fixed_case("dtypes_x_ops", k == CollectiveKind::kAllReduce ? name : collective_name(k) + "_" + name,
+                   {c, async}, 5);
+      }
     }
   }
   // Every collective in every dtype, on a group that is not 0..k-1 and is
@@ -369,6 +384,10 @@ SuiteResult run_conformance(const SuiteOptions& o) {
           c.count = 37;
           c.root = group[static_cast<std::size_t>(d + static_cast<int>(calls.size())) % group.size()];
           c.tensor_form = k == CollectiveKind::kAllToAll;
+          // Where nothing is reduced, floating values use every bit of the
+          // mantissa (a float64 scatter through float32 passed small
+          // integers), checked exactly all the same.
+          c.rounding = !reducing && is_floating(dt);
           c.data_seed = static_cast<std::uint64_t>(70000 + static_cast<int>(k) * 1000 + d * 10 + static_cast<int>(calls.size()));
           calls.push_back(c);
         }
@@ -428,6 +447,58 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       };
       pending.push_back(std::move(p));
     }
+  }
+  // Large messages again, blocking then async, in another dtype per collective (8-byte
+  // and 1-byte elements; float64 and int64 reduced): an MPI's nonblocking
+  // paths, its float64 and int64 reductions and its byte broadcasts had no
+  // case above a few hundred elements, and an all_gather no block above
+  // 512 KiB. A group that is not 0..k-1, its root not its first member.
+  {
+    const std::pair<CollectiveKind, DType> picks[] = {
+        {CollectiveKind::kBroadcast, DType::kInt8},      {CollectiveKind::kReduce, DType::kInt64},
+        {CollectiveKind::kAllReduce, DType::kFloat64},   {CollectiveKind::kScatter, DType::kUInt8},
+        {CollectiveKind::kGather, DType::kBool},         {CollectiveKind::kAllGather, DType::kInt64},
+        {CollectiveKind::kReduceScatter, DType::kFloat64}, {CollectiveKind::kAllToAll, DType::kFloat16}};
+    for (const auto& [k, dt] : picks) {
+      const bool blocks = k == CollectiveKind::kAllGather || k == CollectiveKind::kGather ||
+                          k == CollectiveKind::kScatter || k == CollectiveKind::kReduceScatter ||
+                          k == CollectiveKind::kAllToAll;
+      CollectiveCase c;
+      c.op = k;
+      c.dtype = dt;
+      c.group = {3, 0, 4, 1};
+      c.root = 4;
+      c.tensor_form = k == CollectiveKind::kAllToAll;
+      // Per block (and per rank): 1.2 MiB of 8-byte elements, odd.
+      c.count = blocks ? 150001 : 262147;
+      c.data_seed = static_cast<std::uint64_t>(80000 + static_cast<int>(k));
+      CollectiveCase async = c;
+      async.async_op = true;
+      async.root = 1;
+      async.data_seed += 100;
+      fixed_case("large_messages", collective_name(k) + "_" + std::string(dtype_name(dt)), {c, async}, 5,
+                 "world 5, group {3,0,4,1}");
+    }
+  }
+  // Empty tensors in a group that is not 0..k-1, blocking and async, one
+  // case per collective (edge/count_zero.yaml has them on the world only:
+  // a gather of nothing that never completed on a subgroup passed).
+  for (CollectiveKind k : kinds) {
+    if (k == CollectiveKind::kBarrier) continue;
+    std::vector<CollectiveCase> calls;
+    for (bool async : {false, true}) {
+      CollectiveCase c;
+      c.op = k;
+      c.count = 0;
+      c.group = {2, 0};
+      c.root = 2;
+      c.async_op = async;
+      c.tensor_form = k == CollectiveKind::kAllToAll;
+      c.data_seed = static_cast<std::uint64_t>(81000 + static_cast<int>(k) * 2 + async);
+      calls.push_back(c);
+    }
+    fixed_case("edge_cases", "empty_" + collective_name(k) + "_in_subgroup", std::move(calls), 3,
+               "world 3, group {2,0}");
   }
   // Half precision whose sums and products need rounding: two contributors
   // (one rounding, checked exactly: round to nearest even, as torch does),
@@ -562,14 +633,16 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     };
     sim::Prng prng = case_prng(kLongRunSalt, 0);
     std::vector<CollectiveCase> cases;
-    for (int i = 0; i < 400; ++i) {
+    // 1,100 on one group: its sequence numbers pass 2^8, 2^9 and 2^10 (an
+    // MPI wrong from a communicator's 512th collective on passed 400).
+    for (int i = 0; i < 1100; ++i) {
       CollectiveCase c = portable_case(3, prng);
-      c.group.clear();  // one group: its sequence numbers pass 2^8
+      c.group.clear();
       cases.push_back(c);
     }
-    long_run("collectives_400_in_one_world", 3,
+    long_run("collectives_1100_in_one_world", 3,
              [cases, strict, library](const RunOnEveryRank& run) { return run_and_check(run, 3, cases, strict, "", library); },
-             "400 collectives of every kind on one world of 3");
+             "1,100 collectives of every kind on one world of 3");
     // The same on a subgroup that is not 0..k-1 and is named out of order,
     // beside ranks that idle: a group's own counters (its collective
     // sequence numbers, a library's per-communicator tags) pass 2^8 there.

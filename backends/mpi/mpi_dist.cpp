@@ -23,6 +23,7 @@ std::string mpi_error(int rc) {
   throw Error(ErrorKind::kUnsupported, OpContext{rank, op, "", -1, {}}, what);
 }
 
+// The MPI type of `t` for an op that reduces it.
 MPI_Datatype datatype(int rank, const char* op, DType t) {
   switch (t) {
     case DType::kFloat32: return MPI_FLOAT;
@@ -42,6 +43,18 @@ MPI_Datatype datatype(int rank, const char* op, DType t) {
       unsupported(rank, op, "bfloat16: MPI has no bfloat16 type");
   }
   unsupported(rank, op, "an unknown dtype");
+}
+
+// The MPI type of `t` for an op that only moves it (p2p, broadcast,
+// scatter, gather, all_gather, all_to_all): the half types, which MPI has no
+// standard type for, travel as 16-bit words (MPIX_C_FLOAT16 where the
+// library has it): nothing is computed on them, and every bit arrives.
+MPI_Datatype moved_datatype(int rank, const char* op, DType t) {
+  if (t == DType::kBFloat16) return MPI_UINT16_T;
+#ifndef MPIX_C_FLOAT16
+  if (t == DType::kFloat16) return MPI_UINT16_T;
+#endif
+  return datatype(rank, op, t);
 }
 
 MPI_Op reduction(int rank, const char* op, ReduceOp r, DType t) {
@@ -182,7 +195,14 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
       fail(rc);
       return Work(w);
     }
-    if (after) after();
+    if (after) {
+      try {
+        after();  // may find the library broke MPI's rules: the op fails with that
+      } catch (...) {
+        w->finish(std::current_exception());
+        return Work(w);
+      }
+    }
     if (source_group_rank && *source_group_rank >= 0 && *source_group_rank < static_cast<int>(members->size()))
       w->source = (*members)[static_cast<std::size_t>(*source_group_rank)];
     w->finish();
@@ -199,7 +219,14 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
       fail(st.MPI_ERROR);
       return;
     }
-    if (after) after();
+    if (after) {
+      try {
+        after();
+      } catch (...) {
+        w->finish(std::current_exception());
+        return;
+      }
+    }
     if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < static_cast<int>(members->size()))
       w->source = (*members)[static_cast<std::size_t>(st.MPI_SOURCE)];
     w->finish();
@@ -210,7 +237,7 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
 Work MpiDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, std::string(op) + ": not a member");
-  const MPI_Datatype dt = datatype(rank_, op, t.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, op, t.dtype);
   const int n = count_of(t);
   int to = MPI_ANY_SOURCE;
   if (peer != kAnySource) {
@@ -264,7 +291,7 @@ int group_rank_of(const std::vector<int>& members, int global) {
 Work MpiDist::broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, "broadcast: not a member");
-  const MPI_Datatype dt = datatype(rank_, "broadcast", t.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "broadcast", t.dtype);
   const int root = group_rank_of(*c->members, src), n = count_of(t);
   return run("broadcast", *c, o.async_op, [=, comm = c->comm](MPI_Request* req) {
     return req ? MPI_Ibcast(t.data, n, dt, root, comm, req) : MPI_Bcast(t.data, n, dt, root, comm);
@@ -278,11 +305,27 @@ Work MpiDist::reduce(TensorView t, int dst, ReduceOp op, const Group& g, Collect
   const MPI_Op mop = reduction(rank_, "reduce", op, t.dtype);
   const int root = group_rank_of(*c->members, dst), n = count_of(t);
   const bool at_root = root == group_rank_of(*c->members, rank_);
+  // Off the root the tensor is MPI's send buffer, which MPI only reads
+  // (torch leaves it unspecified; an MPI build that wrote a partial result
+  // there got a note only): compared at completion.
+  std::function<void()> after;
+  if (!at_root && t.bytes() > 0) {
+    auto before = std::make_shared<std::vector<std::byte>>(t.byte_data(), t.byte_data() + t.bytes());
+    after = [t, before, rank = rank_] {
+      if (std::memcmp(before->data(), t.byte_data(), before->size()) == 0) return;
+      std::size_t at = 0;
+      while (at < before->size() && (*before)[at] == t.byte_data()[at]) ++at;
+      throw LibraryError("rank " + std::to_string(rank) + ": reduce: MPI_Reduce changed its send buffer on this "
+                         "non-root rank (byte " + std::to_string(at) + " of " + std::to_string(before->size()) +
+                         "), which MPI only reads (collie passes the tensor as MPI's send buffer here; torch leaves "
+                         "it unspecified, MPI does not)");
+    };
+  }
   return run("reduce", *c, o.async_op, [=, comm = c->comm](MPI_Request* req) {
     const void* send = at_root ? MPI_IN_PLACE : t.data;
     void* recv = at_root ? t.data : nullptr;
     return req ? MPI_Ireduce(send, recv, n, dt, mop, root, comm, req) : MPI_Reduce(send, recv, n, dt, mop, root, comm);
-  });
+  }, std::move(after));
 }
 
 Work MpiDist::all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) {
@@ -300,7 +343,7 @@ Work MpiDist::all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOp
 Work MpiDist::scatter(TensorView out, int src, std::span<const TensorView> list, const Group& g, CollectiveOptions o) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, "scatter: not a member");
-  const MPI_Datatype dt = datatype(rank_, "scatter", out.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "scatter", out.dtype);
   const int root = group_rank_of(*c->members, src), n = count_of(out);
   // The root's list, contiguous: MPI scatters one buffer.
   auto staging = std::make_shared<std::vector<std::byte>>();
@@ -317,7 +360,7 @@ Work MpiDist::scatter(TensorView out, int src, std::span<const TensorView> list,
 Work MpiDist::gather(TensorView in, int dst, std::span<const TensorView> list, const Group& g, CollectiveOptions o) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, "gather: not a member");
-  const MPI_Datatype dt = datatype(rank_, "gather", in.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "gather", in.dtype);
   const int root = group_rank_of(*c->members, dst), n = count_of(in);
   auto staging = std::make_shared<std::vector<std::byte>>(dst == rank_ ? in.bytes() * c->members->size() : 0);
   return run("gather", *c, o.async_op, [=, comm = c->comm](MPI_Request* req) {
@@ -329,7 +372,7 @@ Work MpiDist::gather(TensorView in, int dst, std::span<const TensorView> list, c
 Work MpiDist::all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, "all_gather: not a member");
-  const MPI_Datatype dt = datatype(rank_, "all_gather", in.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "all_gather", in.dtype);
   const int n = count_of(in);
   auto staging = std::make_shared<std::vector<std::byte>>(in.bytes() * c->members->size());
   return run("all_gather", *c, o.async_op, [=, comm = c->comm](MPI_Request* req) {
@@ -341,7 +384,7 @@ Work MpiDist::all_gather(std::span<const TensorView> list, TensorView in, const 
 Work MpiDist::all_gather_into_tensor(TensorView out, TensorView in, const Group& g, CollectiveOptions o) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, "all_gather_into_tensor: not a member");
-  const MPI_Datatype dt = datatype(rank_, "all_gather_into_tensor", in.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "all_gather_into_tensor", in.dtype);
   const int n = count_of(in);
   if (out.bytes() != in.bytes() * c->members->size())
     throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "all_gather_into_tensor", "", -1, {}},
@@ -428,7 +471,7 @@ Work MpiDist::all_to_all(std::span<const TensorView> out, std::span<const Tensor
       if (t.dtype != dtype)
         throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "all_to_all", "", -1, {}},
                     "the lists' tensors differ in dtype");
-  const MPI_Datatype dt = datatype(rank_, "all_to_all", dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "all_to_all", dtype);
   const std::vector<TensorView> outs(out.begin(), out.end()), ins(in.begin(), in.end());
   auto send = std::make_shared<Layout>(layout_of(rank_, "all_to_all", ins));
   auto recv = std::make_shared<Layout>(layout_of(rank_, "all_to_all", outs));
@@ -463,7 +506,7 @@ Work MpiDist::all_to_all_single(TensorView out, TensorView in, std::span<const s
   if (in.dtype != out.dtype)
     throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "all_to_all_single", "", -1, {}},
                 "the input and output differ in dtype");
-  const MPI_Datatype dt = datatype(rank_, "all_to_all_single", in.dtype);
+  const MPI_Datatype dt = moved_datatype(rank_, "all_to_all_single", in.dtype);
   return run("all_to_all_single", *c, o.async_op, [=, comm = c->comm](MPI_Request* req) {
     return req ? MPI_Ialltoallv(in.data, send->counts.data(), send->displs.data(), dt, out.data, recv->counts.data(),
                                 recv->displs.data(), dt, comm, req)

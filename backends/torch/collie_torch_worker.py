@@ -400,6 +400,7 @@ class Worker:
                 if isinstance(work, list):  # batch_isend_irecv's requests
                     for w in work:
                         w.wait()
+                    waited = work
                 else:
                     # A Work that says it completed must have its outputs in
                     # place: they may not change in wait() after that.
@@ -409,6 +410,14 @@ class Worker:
                         work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
                     else:
                         work.wait()
+                    waited = [work]
+                # Once wait() returned, the Work says it completed (a
+                # program polling is_completed() after wait() would spin).
+                if not all(w.is_completed() for w in waited):
+                    self.reply_error(op_id, RuntimeError(
+                        "collie: Work.is_completed() returned False after wait() returned: a completed op must "
+                        "say so"))
+                    return
                 if op == "irecv" and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()
