@@ -10,6 +10,10 @@
  *   uint8_min         MPI_Reduce of MPI_UINT8_T with MPI_MIN computes MAX
  *   double_sum_float  MPI_Allreduce of MPI_DOUBLE with MPI_SUM rounds the
  *                     result to float (exact for small integers)
+ *   barrier_odd_sizes MPI_Barrier returns at once on a communicator of 3 or
+ *                     more ranks that is not a power of two
+ *   reduce_sendbuf    MPI_Reduce off the root flips a bit of its send buffer
+ *                     (MPI only reads it; torch leaves that tensor unspecified)
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdlib.h>
@@ -53,12 +57,22 @@ static int is_world_prefix(MPI_Comm comm) {
 
 int MPI_Barrier(MPI_Comm comm) {
   if (bug_is("barrier_subgroup") && !is_world_prefix(comm)) return MPI_SUCCESS;
+  if (bug_is("barrier_odd_sizes")) {
+    int size;
+    PMPI_Comm_size(comm, &size);
+    if (size >= 3 && (size & (size - 1)) != 0) return MPI_SUCCESS;
+  }
   return PMPI_Barrier(comm);
 }
 
 int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   if (bug_is("uint8_min") && type == MPI_UINT8_T && op == MPI_MIN) op = MPI_MAX;
-  return PMPI_Reduce(in, out, count, type, op, root, comm);
+  int rc = PMPI_Reduce(in, out, count, type, op, root, comm);
+  int me;
+  PMPI_Comm_rank(comm, &me);
+  if (rc == MPI_SUCCESS && bug_is("reduce_sendbuf") && me != root && count > 0 && in != MPI_IN_PLACE)
+    ((unsigned char*)in)[0] ^= 1;
+  return rc;
 }
 
 int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {

@@ -28,6 +28,13 @@ breaks one thing:
                          init_process_group makes) adds 1 to element 0; on
                          new_group's groups it is right
 
+  torch:neg_inf_max      all_reduce MAX of floats: an element that is -inf on
+                         every rank comes out as the dtype's lowest finite value
+  torch:never_completed  all_reduce's Work says is_completed() False, even
+                         after wait() returned
+  torch:float32_scatter  scatter of float64 goes through float32 (exact for the
+                         small integers most cases move)
+
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
 
@@ -188,6 +195,36 @@ class DefaultGroupOff(_Wrapped):
         return _Then(work, lambda: _add_one(tensors[0])) if self._default else work
 
 
+class NegInfMax(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        work = self.gloo.allreduce(tensors, opts)
+        t = tensors[0]
+        if opts.reduceOp != dist.ReduceOp.MAX or not t.is_floating_point():
+            return work
+
+        def lowest_for_neg_inf():
+            t[t == float("-inf")] = torch.finfo(t.dtype).min
+        return _Then(work, lowest_for_neg_inf)
+
+
+class _NeverSaysDone(_Then):
+    def is_completed(self):
+        return False
+
+
+class NeverCompleted(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        return _NeverSaysDone(self.gloo.allreduce(tensors, opts), lambda: None)
+
+
+class Float32Scatter(_Wrapped):
+    def scatter(self, output_tensors, input_tensors, opts=_c10d.ScatterOptions()):
+        if output_tensors[0].dtype != torch.float64:
+            return self.gloo.scatter(output_tensors, input_tensors, opts)
+        narrowed = [[t.to(torch.float32).to(torch.float64) for t in l] for l in input_tensors]
+        return self.gloo.scatter(output_tensors, narrowed, opts)
+
+
 dist.Backend.register_backend("broken_sum", BrokenSum)
 dist.Backend.register_backend("hanging_reduce", HangingReduce)
 dist.Backend.register_backend("reversed_gather", ReversedGather)
@@ -198,3 +235,6 @@ dist.Backend.register_backend("late_subgroup", LateSubgroup)
 dist.Backend.register_backend("scratch_input", ScratchInput)
 dist.Backend.register_backend("early_completion", EarlyCompletion)
 dist.Backend.register_backend("default_group_off", DefaultGroupOff)
+dist.Backend.register_backend("neg_inf_max", NegInfMax)
+dist.Backend.register_backend("never_completed", NeverCompleted)
+dist.Backend.register_backend("float32_scatter", Float32Scatter)
