@@ -62,7 +62,8 @@ CaseOutcome failed_run(const RunResult& res, const std::string& context);
 // reduce's non-destination tensors unchanged and all_reduce results
 // bitwise identical across ranks are collie's stricter choices: failures
 // when `strict`, else notes. `library`: the implementation picks its own
-// algorithms, so reports name none.
+// algorithms, so reports name none, and a late rank keeps its case's whole
+// delay (collie's core waits 50 ms at most).
 CaseOutcome run_and_check(const RunOnEveryRank& run, int world, const std::vector<CollectiveCase>& cases,
                           bool strict, const std::string& context = "", bool library = false);
 // collie's core (strict); empty when every check held, else what differed.
