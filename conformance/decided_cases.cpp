@@ -89,6 +89,29 @@ void sizes(std::vector<DecidedCase>& out) {
     c.data_seed = 200 + i;
     out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c}));
   }
+  // Groups of five: every other fixed case has four members or fewer, so a
+  // library wrong only on group sizes that are odd and not powers of two
+  // (an all_gather zeroing the last block on five or more ranks, a
+  // reduce_scatter_block short-changing the last of an odd group) was
+  // reached by random draws alone. A mid-sized odd count (past the small
+  // messages' fast paths), blocking then async (its root the group's last
+  // member).
+  const std::vector<int> five = {6, 2, 0, 5, 3};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!takes_tensors(op_spec(ops[i]))) continue;
+    CollectiveCase c = case_of(ops[i]);
+    c.dtype = i % 2 ? DType::kFloat32 : DType::kInt64;
+    c.count = 1001;
+    c.group = five;
+    c.root = 5;
+    c.reduce_op = reduce_op_for(i + 1);
+    c.data_seed = 300 + i;
+    CollectiveCase async = c;
+    async.async_op = true;
+    async.root = 6;  // the last member (an MPI_Igather wrong there only passed)
+    async.data_seed += 50;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_1001_on_five_of_seven", 7, {c, async}));
+  }
 }
 
 void layouts(std::vector<DecidedCase>& out) {

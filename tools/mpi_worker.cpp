@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     hooks.bench = [](collie::Dist& d, const nlohmann::json& options) {
       return collie::tools::bench_in_this_rank(d, options);
     };
+    hooks.world_is_the_default_group = true;  // MPI has no op timeouts: runs of the whole job use MPI_COMM_WORLD
     hooks.no_strided_views =
         "collie's MPI adapter hands MPI contiguous buffers only (a strided buffer is an MPI derived datatype, "
         "which it does not build)";

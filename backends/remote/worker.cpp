@@ -148,7 +148,8 @@ class Server {
     std::vector<int> all;
     for (int r = 0; r < world; ++r) all.push_back(r);
     try {
-      groups_[0] = make_group(all, timeout_ns_, "world");
+      groups_[0] = hooks_.world_is_the_default_group && world == d_.world_size() ? d_.world()
+                                                                                 : make_group(all, timeout_ns_, "world");
     } catch (const std::exception& e) {
       group_errors_[0] = e.what();
     }

@@ -35,6 +35,13 @@ struct WorkerHooks {
   // unsupported with these words). Empty: the request is ignored, as by
   // collie's core, whose views are contiguous by contract.
   std::string no_strided_views;
+
+  // A run over the whole job runs its world ops on the library's own
+  // default group (dist.world(): MPI_COMM_WORLD) instead of a group made
+  // for the run -- a library wrong on its default communicator only is
+  // then seen. For a Dist without op timeouts (a run's timeout would need a
+  // group of its own). False: every run makes its world group.
+  bool world_is_the_default_group = false;
 };
 
 // Connects to COLLIE_CONTROLLER, proves COLLIE_JOB_TOKEN as rank
