@@ -10,7 +10,9 @@
 //   async_forms        the same calls in their async form (async_op=True,
 //                      the library's nonblocking call)
 //   sizes              every collective with 65539 elements per rank (or
-//                      per block): above 64 Ki, not a power of two
+//                      per block): above 64 Ki, not a power of two; and on a
+//                      group of five of seven, 1,001 elements, blocking then
+//                      async
 //   layouts            every collective with two-dimensional tensors, and
 //                      with non-contiguous (strided) views of them
 //   uneven_all_to_all  both all_to_all forms with input and output splits
