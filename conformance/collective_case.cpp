@@ -173,7 +173,16 @@ void fill_inputs(Tensor& t, const CollectiveCase& c, int group_rank, int list_in
       const int f = t.dtype() == DType::kFloat64 ? 52 : t.dtype() == DType::kFloat32 ? 23 : 16;
       const std::uint64_t fraction = f == 16 ? (h & 0xffff) : sim::Prng::splitmix64(x) >> (64 - f);
       const double m = 1.0 + std::ldexp(static_cast<double>(fraction), -f);
-      const double v = std::ldexp(m, product ? static_cast<int>((h >> 16) % 4) - 2 : static_cast<int>((h >> 16) % 7) - 3);
+      // Where nothing is reduced, the dtype's whole normal exponent range
+      // too (a bfloat16 broadcast through float16 kept every value of
+      // 1/8 .. 16).
+      const bool moved = c.op != CollectiveKind::kAllReduce && c.op != CollectiveKind::kReduce &&
+                         c.op != CollectiveKind::kReduceScatter;
+      const int max_exp = t.dtype() == DType::kFloat64 ? 1000 : t.dtype() == DType::kFloat16 ? 14 : 120;
+      const int e = moved ? static_cast<int>((h >> 16) % static_cast<std::uint64_t>(2 * max_exp + 1)) - max_exp
+                    : product ? static_cast<int>((h >> 16) % 4) - 2
+                              : static_cast<int>((h >> 16) % 7) - 3;
+      const double v = std::ldexp(m, e);
       t.set(i, (h >> 24) & 1 ? -v : v);
     } else if (c.edges && !is_floating(t.dtype())) {
       t.set_int(i, edge_value(t.dtype(), h));

@@ -396,6 +396,23 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       }
     }
   }
+  // AVG on a group that is not the world, through every reduction: it
+  // divides by the group's size (an AVG dividing by the world's passed every
+  // fixed case, all on the world).
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kBFloat16}) {
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+      CollectiveCase c;
+      c.op = k;
+      c.dtype = dt;
+      c.reduce_op = ReduceOp::kAvg;
+      c.group = {4, 1, 3};
+      c.root = 3;
+      c.count = k == CollectiveKind::kReduceScatter ? 11 : 33;
+      c.data_seed = static_cast<std::uint64_t>(82000 + static_cast<int>(dt) * 10 + static_cast<int>(k));
+      fixed_case("dtypes_x_ops", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_AVG_on_three_of_five", {c},
+                 5, "world 5, group {4,1,3}");
+    }
+  }
   // Signed zeros, NaNs of both signs, infinities and subnormals through
   // every floating reduction: collie's core must give the oracle's bits;
   // elsewhere only NaN and zero bits may differ (a note).
