@@ -160,6 +160,8 @@ class BarrierReleasingAfterOneMs final : public ForwardingDist {
   }
 
  private:
+  // These Dists run on SimWorld only: the wait is a timer of the
+  // simulator's virtual clock (schedule_at), no wall time passes.
   static Spawned release_after(Executor& e, Nanos ns, std::shared_ptr<WorkState> w) {
     co_await sleep_for(e, ns);
     w->finish();

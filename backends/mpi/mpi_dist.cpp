@@ -188,37 +188,10 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
   auto fail = [w, op, rank](int rc) {
     w->finish(std::make_exception_ptr(LibraryError("rank " + std::to_string(rank) + ": " + op + ": " + mpi_error(rc))));
   };
-  const std::shared_ptr<const std::vector<int>>& members = c.members;
-  if (!async) {
-    const int rc = start(nullptr);
-    if (rc != MPI_SUCCESS) {
-      fail(rc);
-      return Work(w);
-    }
-    if (after) {
-      try {
-        after();  // may find the library broke MPI's rules: the op fails with that
-      } catch (...) {
-        w->finish(std::current_exception());
-        return Work(w);
-      }
-    }
-    if (source_group_rank && *source_group_rank >= 0 && *source_group_rank < static_cast<int>(members->size()))
-      w->source = (*members)[static_cast<std::size_t>(*source_group_rank)];
-    w->finish();
-    return Work(w);
-  }
-  MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = start(&req);
-  if (rc != MPI_SUCCESS) {
-    fail(rc);
-    return Work(w);
-  }
-  exec_.watch(req, [w, after = std::move(after), fail, members](const MPI_Status& st) {
-    if (st.MPI_ERROR != MPI_SUCCESS) {
-      fail(st.MPI_ERROR);
-      return;
-    }
+  // The call returned (blocking) or its request completed: `after`, which
+  // may find that the library broke MPI's rules (the op then fails with
+  // that), the sender of a receive (a group rank, checked), done.
+  auto complete = [w, after = std::move(after), members = c.members](int source) {
     if (after) {
       try {
         after();
@@ -227,9 +200,24 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
         return;
       }
     }
-    if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < static_cast<int>(members->size()))
-      w->source = (*members)[static_cast<std::size_t>(st.MPI_SOURCE)];
+    if (source >= 0 && source < static_cast<int>(members->size())) w->source = (*members)[static_cast<std::size_t>(source)];
     w->finish();
+  };
+  if (!async) {
+    const int rc = start(nullptr);
+    if (rc != MPI_SUCCESS) fail(rc);
+    else complete(source_group_rank ? *source_group_rank : -1);
+    return Work(w);
+  }
+  MPI_Request req = MPI_REQUEST_NULL;
+  const int rc = start(&req);
+  if (rc != MPI_SUCCESS) {
+    fail(rc);
+    return Work(w);
+  }
+  exec_.watch(req, [fail, complete = std::move(complete)](const MPI_Status& st) {
+    if (st.MPI_ERROR != MPI_SUCCESS) return fail(st.MPI_ERROR);
+    complete(st.MPI_SOURCE);
   });
   return Work(w);
 }
