@@ -50,8 +50,18 @@ std::uint64_t CallRecorder::next_seq(const std::string& group) const {
   return (it == seq_.end() ? 0 : it->second) + 1;
 }
 
+void CallRecorder::issued(const Work& w) {
+  const std::uint64_t id = w.state() && w.state()->info ? w.state()->info->id : 0;
+  for (const auto& [key, index] : unstamped_sends_) records_.sends[key][index].op = id;
+  if (unstamped_collective_) records_.collectives[*unstamped_collective_].op_ids[rank_] = id;
+  unstamped_sends_.clear();
+  unstamped_collective_.reset();
+}
+
 std::function<void(const Work&)> CallRecorder::before(const DistCall& c, const std::string& group,
                                                       const std::string& where) {
+  unstamped_sends_.clear();
+  unstamped_collective_.reset();
   if (!records_.enabled) return {};
   if (!is_member(c)) return untouched(c, group, where);
   switch (c.spec().family) {
@@ -76,6 +86,7 @@ std::function<void(const Work&)> CallRecorder::collective(const DistCall& c, con
   r.op = s.reduce_op ? c.reduce_op : ReduceOp::kSum;
   if (r.members.empty()) r.members = members;
   r.issued.insert(rank_);
+  unstamped_collective_.emplace(group, seq);
 
   // What this rank reads, as the oracle sees it; the operands it only
   // reads are checked for changes when the call completes.
@@ -142,7 +153,8 @@ std::function<void(const Work&)> CallRecorder::point_to_point(const DistCall& c,
     if (op.is_send) {
       auto key = std::make_tuple(rank_, op.peer, group, op.tag);
       auto& list = records_.sends[key];
-      list.push_back(copy_of(op.tensor));
+      list.push_back(SentMessage{copy_of(op.tensor)});
+      unstamped_sends_.emplace_back(key, list.size() - 1);
       sent.push_back(Sent{std::move(key), list.size() - 1, op.tensor});
     } else {
       received.push_back(Received{op, ++recv_order_});
@@ -158,7 +170,7 @@ std::function<void(const Work&)> CallRecorder::point_to_point(const DistCall& c,
       rec->recvs.push_back(RecvRecord{me, group, r.op.tag, single ? w.source_rank() : r.op.peer, r.order,
                                       copy_of(r.op.tensor), where});
     for (const Sent& s : sent)
-      if (std::string d = changed(rec->sends[s.key][s.index], s.buf); !d.empty())
+      if (std::string d = changed(rec->sends[s.key][s.index].data, s.buf); !d.empty())
         rec->buffer_findings.push_back(where + ": rank " + std::to_string(me) + ": " + name + " to rank " +
                                        std::to_string(std::get<1>(s.key)) + " (tag " +
                                        std::to_string(std::get<3>(s.key)) + " on " + group +

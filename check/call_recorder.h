@@ -15,6 +15,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "check/op_records.h"
@@ -35,6 +39,14 @@ class CallRecorder {
   // records are disabled. Tensors must be host memory.
   std::function<void(const Work&)> before(const DistCall& c, const std::string& group, const std::string& where);
 
+  // Tells the recorder the Work that dispatching the call last given to
+  // before() returned: its op id (OpInfo::id) is kept with what before()
+  // recorded (the sends, the collective's call), so that the checks can
+  // set apart the calls a crashed rank never issued (check/op_checks.h,
+  // NeverIssued). Call it right after the dispatch, before the next
+  // before().
+  void issued(const Work& w);
+
   // The sequence number the next collective on `group` will get (1-based).
   std::uint64_t next_seq(const std::string& group) const;
 
@@ -49,6 +61,9 @@ class CallRecorder {
   int world_;
   std::map<std::string, std::uint64_t> seq_;  // collectives issued, by group
   std::uint64_t recv_order_ = 0;
+  // What the last before() recorded, until issued() stamps it.
+  std::vector<std::pair<std::tuple<int, int, std::string, int>, std::size_t>> unstamped_sends_;
+  std::optional<std::pair<std::string, std::uint64_t>> unstamped_collective_;
 };
 
 }  // namespace collie::check

@@ -294,27 +294,109 @@ int check_buffers(const OpRecords& records, std::vector<Finding>& findings) {
   return static_cast<int>(records.buffer_findings.size());
 }
 
-int check_p2p(const OpRecords& records, std::vector<Finding>& findings) {
+namespace {
+
+// Whether the call with op id `op` of `rank` is one it never issued.
+bool never_made(const NeverIssued& never_issued, int rank, std::uint64_t op) {
+  const auto it = never_issued.find(rank);
+  return it != never_issued.end() && op != 0 && op >= it->second;
+}
+
+std::string killed_before(const NeverIssued& never_issued, int rank) {
+  return "rank " + std::to_string(rank) + "'s process was killed before its op #" +
+         std::to_string(never_issued.at(rank));
+}
+
+}  // namespace
+
+int check_p2p(const OpRecords& records, std::vector<Finding>& findings, const NeverIssued& never_issued) {
   std::map<std::tuple<int, int, std::string, int>, std::vector<const RecvRecord*>> by_channel;
   for (const RecvRecord& r : records.recvs) by_channel[{r.source, r.rank, r.group, r.tag}].push_back(&r);
   int checks = 0;
+  static const std::vector<SentMessage> kNone;
   for (auto& [key, rs] : by_channel) {
     std::sort(rs.begin(), rs.end(), [](auto* a, auto* b) { return a->order < b->order; });
-    auto it = records.sends.find(key);
+    const auto it = records.sends.find(key);
+    const std::vector<SentMessage>& sent = it == records.sends.end() ? kNone : it->second;
+    // A crashed sender's sends from its first unissued op on: never sent
+    // (op ids grow in send order, so they end the list).
+    std::size_t real = 0;
+    while (real < sent.size() && !never_made(never_issued, std::get<0>(key), sent[real].op)) ++real;
     for (std::size_t k = 0; k < rs.size(); ++k) {
       ++checks;
       const RecvRecord& r = *rs[k];
       const std::string who = (r.where.empty() ? "" : r.where + ": ") + "rank " + std::to_string(r.rank) +
                               ": receive from rank " + std::to_string(r.source) + " (tag " + std::to_string(r.tag) +
                               " on " + r.group + ")";
-      if (it == records.sends.end() || k >= it->second.size()) {
-        findings.push_back({Finding::Kind::kViolation, who + " has no matching send"});
+      if (k >= real) {
+        findings.push_back({Finding::Kind::kViolation,
+                            k < sent.size() ? who + " completed, but rank " + std::to_string(r.source) +
+                                                  " never sent the message it would match: " +
+                                                  killed_before(never_issued, r.source) + ", the send"
+                                            : who + " has no matching send"});
         continue;
       }
-      if (!reference::bitwise_equal(r.data, it->second[k]))
+      if (!reference::bitwise_equal(r.data, sent[k].data))
         findings.push_back({Finding::Kind::kViolation,
                             who + " holds data that differs from what was sent: " +
-                                compare_tensors(r.data, it->second[k], CompareRule{.bitwise = true})});
+                                compare_tensors(r.data, sent[k].data, CompareRule{.bitwise = true})});
+    }
+  }
+  return checks;
+}
+
+int check_calls_never_made(const OpRecords& records, const NeverIssued& never_issued,
+                           std::vector<Finding>& findings) {
+  if (never_issued.empty()) return 0;
+  int checks = 0;
+  for (const auto& [key, r] : records.collectives) {
+    const auto& [group, seq] = key;
+    std::vector<int> absent;  // crashed members that never made this call
+    for (int m : r.members) {
+      if (!never_issued.count(m)) continue;
+      const auto op = r.op_ids.find(m);
+      if (!r.issued.count(m) || (op != r.op_ids.end() && never_made(never_issued, m, op->second)))
+        absent.push_back(m);
+    }
+    if (absent.empty()) continue;
+    ++checks;
+    auto group_rank = [&](int global) {
+      return static_cast<std::size_t>(std::lower_bound(r.members.begin(), r.members.end(), global) -
+                                      r.members.begin());
+    };
+    for (const auto& [survivor, outputs] : r.outputs) {
+      if (std::find(absent.begin(), absent.end(), survivor) != absent.end()) continue;
+      std::size_t elements = 0;
+      for (const Tensor& t : outputs) elements += t.count();
+      for (int a : absent) {
+        bool needs = false;
+        switch (r.kind) {
+          case CollectiveKind::kBarrier:
+          case CollectiveKind::kMonitoredBarrier: needs = true; break;
+          case CollectiveKind::kAllReduce:
+          case CollectiveKind::kAllGather:
+          case CollectiveKind::kReduceScatter: needs = elements > 0; break;
+          case CollectiveKind::kBroadcast:
+          case CollectiveKind::kScatter: needs = r.root == a && elements > 0; break;
+          case CollectiveKind::kReduce: needs = r.root == survivor && elements > 0; break;
+          case CollectiveKind::kGather:
+          case CollectiveKind::kAllToAll: {
+            const std::size_t block = group_rank(a);
+            needs = (r.kind == CollectiveKind::kAllToAll || r.root == survivor) && block < outputs.size() &&
+                    outputs[block].count() > 0;
+            break;
+          }
+          default: break;
+        }
+        if (!needs) continue;
+        findings.push_back({Finding::Kind::kViolation,
+                            (r.where.empty() ? "" : r.where + ": ") + collective_name(r.kind) + " #" +
+                                std::to_string(seq) + " on " + group + ": rank " + std::to_string(survivor) +
+                                " completed it, but rank " + std::to_string(a) + " never called it (" +
+                                killed_before(never_issued, a) + "): the result cannot hold rank " +
+                                std::to_string(a) + "'s part"});
+        break;
+      }
     }
   }
   return checks;

@@ -37,6 +37,9 @@ struct CollectiveRecord {
   std::map<int, std::vector<Tensor>> inputs;
   std::map<int, std::vector<Tensor>> outputs;
   std::set<int> issued;       // ranks that called it
+  // By global rank: the op id (OpInfo::id) each caller's call got, where
+  // the recorder was told (CallRecorder::issued).
+  std::map<int, std::uint64_t> op_ids;
 
   // How whoever made the inputs wants the values judged; the defaults suit
   // any inputs.
@@ -66,12 +69,18 @@ struct RecvRecord {
   std::string where;
 };
 
+// One message a rank sent, as it was when the send was issued.
+struct SentMessage {
+  Tensor data;
+  std::uint64_t op = 0;       // the sender's op id (OpInfo::id); 0: not known
+};
+
 struct OpRecords {
   bool enabled = true;
   // By (group name, the call's sequence number in the group, 1-based).
   std::map<std::pair<std::string, std::uint64_t>, CollectiveRecord> collectives;
   // By (src, dst, group, tag): what src sent, in send order.
-  std::map<std::tuple<int, int, std::string, int>, std::vector<Tensor>> sends;
+  std::map<std::tuple<int, int, std::string, int>, std::vector<SentMessage>> sends;
   std::vector<RecvRecord> recvs;
   // Buffers an op changed that it must not: an operand it only reads, a
   // send's buffer, any buffer of a rank outside the op's group. One line

@@ -171,6 +171,7 @@ CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<Co
           std::find(member_list.begin(), member_list.end(), comm.rank()) != member_list.end())
         ++entered[k];
       works.push_back(dispatch(comm, call));
+      recorder.issued(works.back());
     }
     std::exception_ptr first;
     for (std::size_t k = 0; k < works.size(); ++k) {

@@ -376,6 +376,7 @@ struct Interpreter::State {
         std::function<void(const Work&)> recorded;
         if (recording()) recorded = recorder->before(c, gname(step), step.where.str());
         Work work = dispatch(d, c);
+        if (recording()) recorder->issued(work);
         std::function<void()> done;
         if (recorded) done = [recorded = std::move(recorded), work] { recorded(work); };
         return {std::move(work), std::move(done)};

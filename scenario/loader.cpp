@@ -26,7 +26,8 @@ const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
 
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
-                                           "programs", "outcome", "faults", "timeout_us", "unspecified"};
+                                           "programs", "outcome", "faults", "timeout_us", "unspecified",
+                                           "unspecified_outcome"};
 
 // Larger files are refused before they are read (a scenario is a few KiB;
 // /dev/zero is not one).
@@ -128,6 +129,13 @@ class Loader {
     });
     if (!world_read) errors_.rethrow();  // shapes and ranks are read against the world
     errors_.attempt([&] { if (doc["unspecified"]) s.unspecified = r_.as_string(doc["unspecified"], "unspecified"); });
+    errors_.attempt([&] {
+      if (!doc["unspecified_outcome"]) return;
+      if (doc["unspecified"])
+        r_.fail(doc["unspecified_outcome"],
+                "a scenario has 'unspecified' (all it checks) or 'unspecified_outcome' (only how it ends), not both");
+      s.unspecified_outcome = r_.as_string(doc["unspecified_outcome"], "unspecified_outcome");
+    });
     errors_.attempt([&] { if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend"); });
     errors_.attempt([&] { if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed"); });
     errors_.attempt([&] { if (doc["check"]) s.check = r_.as_bool(doc["check"], "check"); });

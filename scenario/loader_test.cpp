@@ -122,6 +122,13 @@ TEST(LoaderErrors, BlockingSendToItself) {
             "t.yaml:6:5: error: blocking send to itself on rank 0 can never complete; use isend and irecv");
 }
 
+TEST(LoaderErrors, AllUnspecifiedAndOnlyTheOutcomeUnspecifiedAreOneChoice) {
+  EXPECT_EQ(error_of(std::string(kHead) + "unspecified: a\nunspecified_outcome: b\nprogram: []\n"),
+            "t.yaml:5:22: error: a scenario has 'unspecified' (all it checks) or 'unspecified_outcome' (only how it "
+            "ends), not both");
+  EXPECT_EQ(load_text(std::string(kHead) + "unspecified_outcome: b\nprogram: []\n", "t.yaml").unspecified_outcome, "b");
+}
+
 TEST(LoaderErrors, VersionAndReservedFaults) {
   EXPECT_EQ(error_of("version: 2\nname: x\nworld: 1\nprogram: []\n"),
             "t.yaml:1:10: error: unsupported format version 2; this collie reads version 1");

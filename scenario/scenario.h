@@ -165,6 +165,12 @@ struct Scenario {
   // specifies it). A library that deviates gets notes, not failures
   // (collie's core is held to it; docs/semantics.md).
   std::string unspecified;
+  // Why torch leaves only how this scenario ends unspecified -- ok, an
+  // error or a hang, and where (empty: it does not). A library that ends
+  // otherwise than `outcome` gets a note; but every op that completes
+  // must still give the oracle's values and every expect step reached
+  // must hold ("if a send to oneself completes, it delivers the bytes").
+  std::string unspecified_outcome;
   std::string feature;        // its row in the conformance matrix
   std::vector<GroupSpec> groups;
   std::vector<TensorSpec> tensors;

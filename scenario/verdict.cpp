@@ -75,6 +75,9 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
   // Deviations that a library may make where torch is silent: notes for it,
   // failures for collie's core or under --strict.
   const bool lenient = !how.collie_core && !how.strict;
+  // Values (expect steps, the oracle's checks) are unspecified only in a
+  // scenario unspecified as a whole; `unspecified_outcome` leaves only
+  // how the run ends open (expected_outcome).
   const bool unspecified_scenario = !s.unspecified.empty();
   auto deviation = [&](std::string text, bool unspecified) {
     if (unspecified && lenient) v.notes.push_back(std::move(text));
@@ -146,8 +149,17 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
   for (const auto& f : log.unspecified_failures) deviation(f, true);
   if (how.records_checked) {
     std::vector<check::Finding> findings;
+    // A rank killed before its op K issued nothing from K on: what its
+    // program recorded there was never sent (a survivor's receive or
+    // collective that completed on it is a violation).
+    check::NeverIssued never_issued;
+    for (const ProcessFault& f : how.process_faults)
+      if (f.kind == ProcessFault::Kind::kCrash && f.rank >= 0 && static_cast<std::size_t>(f.rank) < run.ranks.size() &&
+          run.ranks[static_cast<std::size_t>(f.rank)].crashed)
+        never_issued[f.rank] = f.before_op;
     v.checks += check::check_collectives(log.records, findings);
-    v.checks += check::check_p2p(log.records, findings);
+    v.checks += check::check_p2p(log.records, findings, never_issued);
+    v.checks += check::check_calls_never_made(log.records, never_issued, findings);
     for (auto& f : findings)
       deviation(std::move(f.text), unspecified_scenario || f.kind == check::Finding::Kind::kUnspecified);
   }
@@ -159,11 +171,14 @@ namespace {
 template <typename Deviation>
 void expected_outcome(const Scenario& s, const RunResult& run, const std::vector<RankError>& errors, const Judge& how,
                       Verdict& v, Deviation& deviation) {
-  const bool unspecified_scenario = !s.unspecified.empty();
+  // How the run ends is unspecified in both forms.
+  const bool unspecified_scenario = !s.unspecified.empty() || !s.unspecified_outcome.empty();
   // Against what was expected.
   const Outcome& want = s.outcome;
   const std::string why_unspecified =
-      unspecified_scenario ? " (torch leaves this unspecified: " + s.unspecified + ")" : std::string();
+      unspecified_scenario
+          ? " (torch leaves this unspecified: " + (s.unspecified.empty() ? s.unspecified_outcome : s.unspecified) + ")"
+          : std::string();
   switch (want.kind) {
     case Outcome::kOk:
       if (v.outcome != "ok")

@@ -111,5 +111,46 @@ TEST(Verdict, ALostRankIsNamedByTheLibrarysWordsNotByTheOpsPeer) {
             std::string::npos);
 }
 
+// A send to oneself that "completed" leaving zeros in the receive buffer got
+// a note: the scenario was unspecified as a whole, its expect step too.
+TEST(Verdict, AnUnspecifiedOutcomeStillHoldsWhatCompletedToTheOracle) {
+  const std::string text = R"(version: 1
+name: u
+world: 2
+UNSPECIFIED: "sending to oneself"
+tensors:
+  t: {dtype: float32, shape: [1]}
+program:
+  - {op: all_reduce, tensor: t}
+)";
+  auto with = [&](const std::string& key) {
+    std::string t = text;
+    t.replace(t.find("UNSPECIFIED"), 11, key);
+    return load_text(t, "u.yaml");
+  };
+  Judge library;
+  library.collie_core = false;
+  RunResult ok;
+  ok.ranks.resize(2);
+  for (auto& o : ok.ranks) o.finished = true;
+  RunResult error = ok;
+  error.ranks[1].error = std::make_exception_ptr(std::runtime_error("Invalid destination rank"));
+  RunLog wrong;
+  wrong.failures.push_back("u.yaml:8:5: rank 0: expect in: element 0 is 0.0, expected 10.0");
+  const RunLog right;
+  for (const char* key : {"unspecified", "unspecified_outcome"}) {
+    SCOPED_TRACE(key);
+    const Scenario s = with(key);
+    // Ending otherwise than expected: a note either way.
+    const Verdict e = judge(s, error, right, library);
+    EXPECT_TRUE(e.passed());
+    EXPECT_FALSE(e.notes.empty());
+    // A wrong value where the run completed: a failure unless everything is unspecified.
+    EXPECT_EQ(judge(s, ok, wrong, library).passed(), std::string(key) == "unspecified");
+    // collie's core is held to all of it.
+    EXPECT_FALSE(judge(s, error, right, Judge{}).passed());
+  }
+}
+
 }  // namespace
 }  // namespace collie::scenario

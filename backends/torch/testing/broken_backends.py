@@ -34,6 +34,12 @@ breaks one thing:
                          after wait() returned
   torch:float32_scatter  scatter of float64 goes through float32 (exact for the
                          small integers most cases move)
+  torch:self_zeros       isend and irecv to oneself complete at once, the
+                         receive holding zeros (what a send to oneself
+                         delivers, if it completes, is specified)
+  torch:errors_as_success  recv and all_reduce that fail (a peer died: raised
+                         by the call or by wait()) complete as if they had
+                         succeeded, leaving their tensors as they were
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -225,6 +231,63 @@ class Float32Scatter(_Wrapped):
         return self.gloo.scatter(output_tensors, narrowed, opts)
 
 
+class _Swallowed(_c10d.Work):
+    """`inner` (None: a call that raised), whose error wait() drops."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.waited = inner, False
+
+    def wait(self, timeout=None):
+        try:
+            if self.inner is not None:
+                self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        except RuntimeError:
+            pass
+        self.waited = True
+        return True
+
+    def is_completed(self):
+        return self.waited or self.inner is None or self.inner.is_completed()
+
+    def is_success(self):
+        return True
+
+    def exception(self):
+        return None
+
+
+def _done():
+    f = torch.futures.Future()
+    f.set_result(None)
+    return _c10d._create_work_from_future(f)
+
+
+class SelfZeros(_Wrapped):
+    def send(self, tensors, dst, tag):
+        return _done() if dst == self.rank() else self.gloo.send(tensors, dst, tag)
+
+    def recv(self, tensors, src, tag):
+        if src != self.rank():
+            return self.gloo.recv(tensors, src, tag)
+        tensors[0].zero_()
+        return _done()
+
+
+class ErrorsAsSuccess(_Wrapped):
+    def recv(self, tensors, src, tag):
+        try:
+            return _Swallowed(self.gloo.recv(tensors, src, tag))
+        except RuntimeError:
+            return _Swallowed(None)
+
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        try:
+            return _Swallowed(self.gloo.allreduce(tensors, opts))
+        except RuntimeError:
+            return _Swallowed(None)
+
+
 dist.Backend.register_backend("broken_sum", BrokenSum)
 dist.Backend.register_backend("hanging_reduce", HangingReduce)
 dist.Backend.register_backend("reversed_gather", ReversedGather)
@@ -238,3 +301,5 @@ dist.Backend.register_backend("default_group_off", DefaultGroupOff)
 dist.Backend.register_backend("neg_inf_max", NegInfMax)
 dist.Backend.register_backend("never_completed", NeverCompleted)
 dist.Backend.register_backend("float32_scatter", Float32Scatter)
+dist.Backend.register_backend("errors_as_success", ErrorsAsSuccess)
+dist.Backend.register_backend("self_zeros", SelfZeros)
