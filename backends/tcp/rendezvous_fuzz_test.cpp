@@ -56,6 +56,9 @@ std::uint16_t free_port() {
     asio::ip::tcp::acceptor a(io);
     asio::error_code ec;
     a.open(asio::ip::tcp::v4(), ec);
+    // As rank 0 binds: the ports this test's earlier runs left in TIME_WAIT
+    // (a thousand runs a few seconds apart) are free to it.
+    a.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
     a.bind(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
     if (!ec) return port;
   }
