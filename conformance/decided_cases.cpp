@@ -207,8 +207,11 @@ void reduce_edges(std::vector<DecidedCase>& out) {
     out.push_back(collective("reduce_edges", name_of(k) + "_product_precision", 4, product));
     // One case per reduce op: a library's deviation in one (Open MPI's
     // saturating 8-bit SUM) must not hide another's (a uint8 MIN computing
-    // MAX passed inside the same case, which had failed already).
-    for (DType dt : {DType::kInt8, DType::kUInt8, DType::kBool}) {
+    // MAX passed inside the same case, which had failed already). int32 and
+    // int64 at their extremes too: an int64 MIN/MAX compared through double
+    // (2^63 - 1 and 2^63 - 2 are one double) computed nothing wrong on any
+    // other case's values.
+    for (DType dt : {DType::kInt8, DType::kUInt8, DType::kBool, DType::kInt32, DType::kInt64}) {
       for (int op = 0; op < kNumReduceOps; ++op) {
         if (reduce_op_unsupported(static_cast<ReduceOp>(op), dt)) continue;
         CollectiveCase c = call(dt, static_cast<ReduceOp>(op), three);

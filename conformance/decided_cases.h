@@ -19,8 +19,9 @@
 //                      that differ (empty blocks among them), 1-D and 2-D
 //   reduce_edges       each reducing op with every contributor negative
 //                      (MIN/MAX), NaNs, PRODUCT's precision (float32 and
-//                      float64 rounding, int64 wrapping) and int8, uint8
-//                      and bool at their edges under every reduce op
+//                      float64 rounding, int64 wrapping) and int8, uint8,
+//                      bool, int32 and int64 at their edges under every
+//                      reduce op
 //   any_source         any-source receives, blocking and async, in a group
 //                      named out of order: the sender's global rank
 //   tags               tags across their range, differing in high bits only

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "conformance/collective_check.h"
 #include "conformance/decided_cases.h"
@@ -497,6 +498,41 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                  "world 5, group {3,0,4,1}");
     }
   }
+  // Large reductions other than SUM and AVG, blocking then async: above
+  // 64 KiB a transport lands payloads and a library switches algorithm, and
+  // every reduction there was a SUM (a landed reduction that always added,
+  // a large MIN computed as MAX, passed everything but three int32 cases).
+  {
+    const std::tuple<CollectiveKind, ReduceOp, DType> picks[] = {
+        {CollectiveKind::kAllReduce, ReduceOp::kMax, DType::kFloat64},
+        {CollectiveKind::kAllReduce, ReduceOp::kMin, DType::kInt32},
+        {CollectiveKind::kAllReduce, ReduceOp::kProduct, DType::kFloat16},
+        {CollectiveKind::kReduce, ReduceOp::kMin, DType::kFloat64},
+        {CollectiveKind::kReduce, ReduceOp::kMax, DType::kInt64},
+        {CollectiveKind::kReduce, ReduceOp::kProduct, DType::kFloat32},
+        {CollectiveKind::kReduceScatter, ReduceOp::kMax, DType::kFloat32},
+        {CollectiveKind::kReduceScatter, ReduceOp::kMin, DType::kFloat16},
+        {CollectiveKind::kReduceScatter, ReduceOp::kProduct, DType::kInt64}};
+    for (const auto& [k, op, dt] : picks) {
+      CollectiveCase c;
+      c.op = k;
+      c.dtype = dt;
+      c.reduce_op = op;
+      c.group = {3, 0, 4, 1};
+      c.root = 4;
+      // Per rank (per block for reduce_scatter): 600 KiB to 2.4 MiB, odd.
+      c.count = k == CollectiveKind::kReduceScatter ? 150001 : 300007;
+      c.data_seed = static_cast<std::uint64_t>(83000 + static_cast<int>(k) * 100 + static_cast<int>(op) * 10 +
+                                                static_cast<int>(dt));
+      CollectiveCase async = c;
+      async.async_op = true;
+      async.root = 1;
+      async.data_seed += 5;
+      fixed_case("large_messages",
+                 collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
+                 {c, async}, 5, "world 5, group {3,0,4,1}");
+    }
+  }
   // Empty tensors in a group that is not 0..k-1, blocking and async, one
   // case per collective (edge/count_zero.yaml has them on the world only:
   // a gather of nothing that never completed on a subgroup passed).
@@ -679,10 +715,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                },
                "300 collectives of every kind on {0,3,4} (named {3,0,4}) in a world of 5");
     }
-    // Past 2^10 on each channel by default; deeper runs (--cases above 20)
-    // pass 2^16 too (134,000 frames: about 1.3 s of CPU on the simulator).
+    // Past 2^10 on each channel by default, and past 2^16 where collie's
+    // core runs in this process over the transport under test (134,000
+    // frames, about a second: a transport wrong from a channel's 65,537th
+    // frame passed every other case); through a library's processes every
+    // message is an op of its own, so there only deeper runs (--cases above
+    // 20) go that far.
     for (const int messages : {1500, 66000}) {
-      if (messages > 1500 && o.cases_per_feature <= kShallowCases) continue;
+      if (messages > 1500 && (processes || library) && o.cases_per_feature <= kShallowCases) continue;
       long_run("stream_" + std::to_string(messages) + "_messages", 2,
                [messages](const RunOnEveryRank& run) { return run_long_stream(run, 2, messages, 64, ""); },
                std::to_string(messages) + " messages each way on one world of 2, 64 in flight");

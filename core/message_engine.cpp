@@ -207,6 +207,17 @@ OpContext MessageEngine::frame_context(const FrameHeader& h) const {
   return ctx;
 }
 
+bool MessageEngine::clock_holds() {
+  const Nanos now = t_.now();
+  if (now >= clock_) {
+    clock_ = now;
+    return true;
+  }
+  contract_violation(nullptr, "the clock went back from t=" + std::to_string(clock_) + " ns to t=" + std::to_string(now) +
+                                  " ns between two callbacks (core/executor.h: now() never goes back)");
+  return false;
+}
+
 bool MessageEngine::called_inside_a_call(const char* callback) {
   if (const char* call = TransportCall::current()) [[unlikely]] {
     if (rare().deferred.empty())
@@ -239,6 +250,7 @@ void MessageEngine::on_frame(const FrameHeader& h, std::span<const std::byte> pa
   ++frames_received_;
   if (called_inside_a_call("on_frame")) return;
   if (broken_) return;  // after a violation nothing that arrives is trusted
+  if (!clock_holds()) return;
   if (scribble_) scribble_->restore();
   if (auto bad = malformed(h, &payload)) return contract_violation(&h, *bad);
   if (scribble_ && read_after_completion(h, payload)) return;
@@ -357,6 +369,9 @@ std::optional<std::string> MessageEngine::malformed(const FrameHeader& h,
     return "a frame whose src is rank " + std::to_string(h.src) + ", outside the world of " +
            std::to_string(t_.world_size());
   if (h.src == rank_) return "a frame whose src is the receiving rank itself (its frames to itself never leave it)";
+  if (payload && !payload->empty() && !t_.moves_payloads())
+    return "a payload of " + std::to_string(payload->size()) +
+           " bytes from a transport whose moves_payloads() says it moves none (its frames arrive empty)";
   if (payload && payload->size() != h.bytes && !(payload->empty() && !t_.moves_payloads()))
     return "a payload of " + std::to_string(payload->size()) + " bytes for a header that says " +
            std::to_string(h.bytes);
@@ -473,7 +488,7 @@ std::string MessageEngine::unanswered(const FrameHeader& h) const {
 }
 
 void MessageEngine::on_send_complete(void* cookie) {
-  if (called_inside_a_call("on_send_complete") || broken_) return;
+  if (called_inside_a_call("on_send_complete") || broken_ || !clock_holds()) return;
   const auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(cookie));
   auto it = sends_.find(id);
   if (it == sends_.end() || it->second.awaiting_cts)
@@ -604,6 +619,10 @@ void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::
 MessageEngine::StoredFrame MessageEngine::store(const FrameHeader& h, const std::byte* data, std::size_t size) {
   if (size == 0 || !t_.moves_payloads()) return StoredFrame{h, nullptr, 0};
   StoredFrame f{h, t_.allocate(size), size};
+  if (std::string fault = allocation_fault(t_, f.payload.get(), size); !fault.empty()) {
+    contract_violation(&h, fault);
+    return StoredFrame{h, nullptr, 0};
+  }
   t_.copy(f.payload.get(), data, size);
   return f;
 }
@@ -653,11 +672,14 @@ void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span
   const std::size_t bytes = r.spec.buf.bytes();
   // A landed payload (landing_zone()) is already in place, reduced or copied.
   const bool landed = payload.data() == r.spec.buf.byte_data();
+  // A transport that moves no payloads hands none over (its tensors have
+  // no memory): nothing to copy or combine, only the time it costs.
+  const bool arrived = payload.data() != nullptr;
   if (r.spec.reduce) {
-    if (bytes && !landed) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
+    if (bytes && !landed && arrived) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
     finish_after_compute(r.work, bytes);
   } else {
-    if (bytes && !landed) t_.copy(r.spec.buf.data, payload.data(), bytes);
+    if (bytes && !landed && arrived) t_.copy(r.spec.buf.data, payload.data(), bytes);
     r.work->finish(nullptr);
   }
 }

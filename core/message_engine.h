@@ -349,6 +349,10 @@ class MessageEngine final : public FrameSink {
   ChannelTable<> channels_;
   std::exception_ptr broken_;  // the transport's contract violation, once one happened
   std::uint64_t frames_received_ = 0;
+  Nanos clock_ = 0;  // now() at the latest callback: it never goes back
+  // Whether now() is at or past clock_ (and records it); else a contract
+  // violation, and false.
+  bool clock_holds();
   std::list<PostedRecv, PoolAllocator<PostedRecv>> posted_;
   std::list<StoredFrame, PoolAllocator<StoredFrame>> unexpected_;
   std::uint64_t next_send_id_ = 1;

@@ -1,6 +1,8 @@
 #include "core/transport.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -37,6 +39,19 @@ std::shared_ptr<std::byte> Transport::allocate(std::size_t bytes) {
   }
   auto* p = static_cast<std::byte*>(::operator new[](bytes == 0 ? 1 : bytes, std::align_val_t{64}));
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete[](q, std::align_val_t{64}); });
+}
+
+std::string allocation_fault(const Transport& t, const void* p, std::size_t bytes) {
+  if (!p) {
+    if (bytes == 0 || !t.moves_payloads()) return {};
+    return "allocate(" + std::to_string(bytes) + ") returned no memory (a transport that moves payloads returns a "
+           "block of the size asked for)";
+  }
+  constexpr std::size_t kAlign = alignof(std::max_align_t);
+  if (const auto off = reinterpret_cast<std::uintptr_t>(p) % kAlign; off != 0)
+    return "allocate(" + std::to_string(bytes) + ") returned a block " + std::to_string(off) + " bytes past a " +
+           std::to_string(kAlign) + "-byte boundary (scratch memory is aligned for any element type)";
+  return {};
 }
 
 std::string collective_name(CollectiveKind k) {

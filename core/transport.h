@@ -153,10 +153,19 @@ class Transport : public Executor {
   virtual void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
   virtual void finish_average(void* dst, std::size_t count, DType dtype, int divisor);
   // Scratch memory in memory_space(), freed with the returned pointer,
-  // aligned for any element type (the default: 64-byte aligned above 1 KiB;
-  // smaller blocks come from the SmallPool). A device transport frees it
-  // in its order: after the operations issued on it before the release.
+  // aligned for any element type -- to alignof(std::max_align_t) at least
+  // (the default: 64-byte aligned above 1 KiB; smaller blocks come from the
+  // SmallPool) -- and never null where bytes are owed (bytes > 0 on a
+  // transport that moves payloads). A device transport frees it in its
+  // order: after the operations issued on it before the release.
   virtual std::shared_ptr<std::byte> allocate(std::size_t bytes);
 };
+
+// What is wrong with `p`, the block t.allocate(bytes) returned -- null where
+// memory was owed, or not aligned for every element type -- or "" when
+// nothing is. The core fails a transport whose allocate() breaks the
+// contract so (a misaligned block computes right on x86 and faults, or is
+// slow, elsewhere: it is caught here, not by a wrong value).
+std::string allocation_fault(const Transport& t, const void* p, std::size_t bytes);
 
 }  // namespace collie

@@ -39,9 +39,18 @@
 //   old_abi_loopback             says it was built for the previous plugin ABI (collie must refuse it)
 //   zombie_loopback              a crashed rank's peers are told, but it runs on and its frames still arrive
 //   nack_forgetting_loopback     never completes a NACK's send (no op waits for one: only the end of a run shows it)
-// And one that bends the contract without breaking it, which must pass:
+//   payload_lying_loopback       moves_payloads() says false, yet delivers every payload (collie crashed on it)
+//   misaligned_alloc_loopback    allocate() above 1 KiB returns a block 4 bytes past alignment (right values on x86)
+//   int64_minmax_double_loopback int64 MIN/MAX compares through double (2^63-1 and 2^63-2 are one double)
+//   clock_step_back_loopback     the clock steps back 300 ns once, at the world's 400th event, for good
+//   channel_wrap_loopback        from a channel's 65,537th frame on, an eager payload repeats the channel's
+//                                last one of its length (slots indexed by a 16-bit counter that wraps)
+//   landing_sum_only_loopback    lands data payloads through landing_zone(), reducing with SUM whatever the
+//                                landing's op says
+// And ones that bend the contract without breaking it, which must pass:
 //   late_completing_loopback     completes every send 40 turns of the queue late (after a peer's loss
 //                                was reported too, after every rank finished too)
+//   landing_loopback             lands every data payload it can through landing_zone()
 #include <dlfcn.h>
 
 #include <deque>
@@ -84,6 +93,13 @@
 #define LOOPBACK_ZOMBIE 21
 #define LOOPBACK_FORGET_NACK_COMPLETION 22
 #define LOOPBACK_LATE_COMPLETION 23
+#define LOOPBACK_PAYLOAD_LYING 24
+#define LOOPBACK_MISALIGNED_ALLOC 25
+#define LOOPBACK_INT64_MINMAX_DOUBLE 26
+#define LOOPBACK_CLOCK_STEP_BACK 27
+#define LOOPBACK_CHANNEL_WRAP 28
+#define LOOPBACK_LANDING 29
+#define LOOPBACK_LANDING_SUM_ONLY 30
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -155,6 +171,19 @@ constexpr Variant kVariants[] = {
      "broken on purpose: never completes a NACK's send"},
     {"late_completing_loopback", LOOPBACK_LATE_COMPLETION, 40,
      "correct, bending the contract: completes every send 40 turns of its queue late"},
+    {"payload_lying_loopback", LOOPBACK_PAYLOAD_LYING, 1,
+     "broken on purpose: moves_payloads() says false, yet every payload is delivered"},
+    {"misaligned_alloc_loopback", LOOPBACK_MISALIGNED_ALLOC, 1,
+     "broken on purpose: allocate() above 1 KiB returns a block 4 bytes past alignment"},
+    {"int64_minmax_double_loopback", LOOPBACK_INT64_MINMAX_DOUBLE, 1,
+     "broken on purpose: int64 MIN/MAX compares through double"},
+    {"clock_step_back_loopback", LOOPBACK_CLOCK_STEP_BACK, 400,
+     "broken on purpose: the clock steps back 300 ns once, at the 400th event"},
+    {"channel_wrap_loopback", LOOPBACK_CHANNEL_WRAP, 65536,
+     "broken on purpose: from a channel's 65,537th frame on, a payload repeats the last one of its length"},
+    {"landing_sum_only_loopback", LOOPBACK_LANDING_SUM_ONLY, 1,
+     "broken on purpose: lands data payloads, reducing with SUM whatever the landing says"},
+    {"landing_loopback", LOOPBACK_LANDING, 1, "correct: lands every data payload it can through landing_zone()"},
 };
 
 // This module's file name without folder and extension.
@@ -264,7 +293,24 @@ class Endpoint final : public collie::Transport {
   void schedule_at(Nanos when, std::coroutine_handle<> h) override;
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
+  bool moves_payloads() const override { return bug() != LOOPBACK_PAYLOAD_LYING; }  // the bug: it does
+  std::shared_ptr<std::byte> allocate(std::size_t bytes) override {
+    std::shared_ptr<std::byte> p = collie::Transport::allocate(bytes + (bug() == LOOPBACK_MISALIGNED_ALLOC ? 4 : 0));
+    if (bug() != LOOPBACK_MISALIGNED_ALLOC || bytes <= 1024) return p;
+    return std::shared_ptr<std::byte>(p, p.get() + 4);  // the bug: 4 bytes past the aligned block
+  }
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
+    if (bug() == LOOPBACK_INT64_MINMAX_DOUBLE && dtype == collie::DType::kInt64 &&
+        (op == collie::ReduceOp::kMin || op == collie::ReduceOp::kMax)) {
+      // The bug: compared as doubles, which cannot tell 2^63-1 from 2^63-2.
+      auto* d = static_cast<std::int64_t*>(dst);
+      const auto* s = static_cast<const std::int64_t*>(src);
+      for (std::size_t i = 0; i < count; ++i) {
+        const double a = static_cast<double>(d[i]), b = static_cast<double>(s[i]);
+        if (op == collie::ReduceOp::kMax ? b > a : b < a) d[i] = s[i];
+      }
+      return;
+    }
     if (bug() != LOOPBACK_BF16_TRUNCATE || dtype != collie::DType::kBFloat16 || op != collie::ReduceOp::kSum)
       return collie::Transport::reduce(dst, src, count, dtype, op);
     // bfloat16 SUM by truncating float32 sums (the bug: torch rounds to
@@ -323,6 +369,10 @@ class Loopback final : public collie::InProcessBackend {
   // then jumps to them.
   void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
   std::uint64_t next_frame() { return ++frames_; }
+  // channel_wrap_loopback: frames posted on src -> dst, and its last eager
+  // payload of each length up to 64 bytes.
+  using Channel = std::pair<std::uint64_t, std::map<std::size_t, std::vector<std::byte>>>;
+  Channel& channel(int src, int dst) { return channels_[{src, dst}]; }
   std::uint64_t next_of_kind(int kind) { return ++of_kind_[static_cast<std::size_t>(kind)]; }
   // Resumes the first coroutine waiting in the queue, at once.
   void resume_one_now() {
@@ -335,7 +385,7 @@ class Loopback final : public collie::InProcessBackend {
   }
   Endpoint& endpoint(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
   int size() const { return static_cast<int>(endpoints_.size()); }
-  Nanos clock() const { return static_cast<Nanos>(events_) + jump_; }
+  Nanos clock() const { return static_cast<Nanos>(events_) + jump_ - back_; }
 
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
     if (running_)
@@ -349,7 +399,7 @@ class Loopback final : public collie::InProcessBackend {
       if (deadline && clock() >= *deadline) return false;
       if (queue_.empty() && !timers_.empty() && (!deadline || timers_.begin()->first < *deadline)) {
         auto t = timers_.begin();
-        jump_ = std::max(jump_, t->first - static_cast<Nanos>(events_));
+        jump_ = std::max(jump_, t->first - static_cast<Nanos>(events_) + back_);
         queue_.push_back({Item::kResume, t->second.first, t->second.second, {}, {}});
         timers_.erase(t);
       }
@@ -363,11 +413,12 @@ class Loopback final : public collie::InProcessBackend {
       Item it = std::move(queue_.front());
       queue_.pop_front();
       ++events_;
+      if (bug() == LOOPBACK_CLOCK_STEP_BACK && events_ == every()) back_ = 300;  // the bug: for good
       if (crashed(it.rank) && bug() != LOOPBACK_ZOMBIE) continue;  // a dead rank does nothing (the bug: it does)
       Endpoint& ep = *endpoints_[static_cast<std::size_t>(it.rank)];
       switch (it.kind) {
         case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
-        case Item::kDeliver: ep.sink()->on_frame(it.header, it.payload); break;
+        case Item::kDeliver: deliver(ep, it.header, it.payload); break;
         case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
         case Item::kSentLate:
           if (it.turns-- > 0) {
@@ -400,8 +451,28 @@ class Loopback final : public collie::InProcessBackend {
   std::uint64_t of_kind_[5] = {};  // frames posted, per FrameKind
   std::multimap<Nanos, std::pair<int, void*>> timers_;
   std::vector<bool> dead_;  // crashed ranks
+  std::map<std::pair<int, int>, Channel> channels_;
   Nanos jump_ = 0;
+  Nanos back_ = 0;  // clock_step_back_loopback: how far the clock stepped back
   bool running_ = false;
+
+  // Hands a frame to its rank's core: the landing variants write a data
+  // payload straight into the receive's buffer when the core names one
+  // (asked right before the write, as the contract says), else on_frame()
+  // gets it as is.
+  static void deliver(Endpoint& ep, const FrameHeader& h, const std::vector<std::byte>& payload) {
+    const bool lands = bug() == LOOPBACK_LANDING || bug() == LOOPBACK_LANDING_SUM_ONLY;
+    if (!lands || h.kind != collie::FrameKind::kData || payload.empty()) return ep.sink()->on_frame(h, payload);
+    const collie::FrameSink::Landing z = ep.sink()->landing_zone(h);
+    if (z.dst.size() != payload.size()) return ep.sink()->on_frame(h, payload);
+    if (z.reduce) {
+      const collie::ReduceOp op = bug() == LOOPBACK_LANDING_SUM_ONLY ? collie::ReduceOp::kSum : z.op;  // the bug
+      ep.reduce(z.dst.data(), payload.data(), z.dst.size() / collie::dtype_size(z.dtype), z.dtype, op);
+    } else {
+      std::memcpy(z.dst.data(), payload.data(), payload.size());
+    }
+    ep.sink()->on_frame(h, {z.dst.data(), z.dst.size()});
+  }
 };
 
 int Endpoint::world_size() const { return world_.size(); }
@@ -498,6 +569,21 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
       world_.push({Item::kDeliver, h.dst, nullptr, h,
                    {payload.begin(), payload.end() - (nth && !payload.empty() ? 1 : 0)}});
       break;
+    case LOOPBACK_CHANNEL_WRAP: {
+      // Payload slots indexed by a 16-bit counter that wraps onto a stale
+      // slot: past the channel's 65,536th frame, an eager payload is
+      // delivered as the channel's last earlier one of its length.
+      auto& [frames, last] = world_.channel(rank_, h.dst);
+      std::vector<std::byte>* stale = nullptr;
+      if (h.kind == collie::FrameKind::kEager && payload.size() <= 64) stale = &last[payload.size()];
+      if (++frames > every() && stale && !stale->empty()) {
+        world_.push({Item::kDeliver, h.dst, nullptr, h, *stale});
+      } else {
+        world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
+      }
+      if (stale) stale->assign(payload.begin(), payload.end());
+      break;
+    }
     default:
       world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
   }

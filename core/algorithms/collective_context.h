@@ -91,7 +91,13 @@ class CollectiveContext {
   // send of the call until its transport completes it (an algorithm that
   // stops early frees nothing a transport still reads).
   TensorView scratch(DType dtype, std::size_t count, std::shared_ptr<std::byte>& holder) {
-    holder = t_.allocate(count * dtype_size(dtype));
+    const std::size_t bytes = count * dtype_size(dtype);
+    holder = t_.allocate(bytes);
+    if (std::string fault = allocation_fault(t_, holder.get(), bytes); !fault.empty()) [[unlikely]] {
+      engine_.report_contract_violation(fault);  // ends the call (and every op of the rank)
+      stop_if_ended();
+      throw Error(ErrorKind::kTransport, info_->context({}), "the transport broke its contract: " + fault);
+    }
     if (!scratch_) scratch_ = std::make_shared<std::vector<std::shared_ptr<std::byte>>>();
     scratch_->push_back(holder);
     return TensorView{holder.get(), dtype, count, t_.memory_space()};
