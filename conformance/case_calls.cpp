@@ -8,10 +8,11 @@ namespace collie::conformance {
 namespace {
 
 // A tensor of `count` elements: rows of `row` elements when it is set (and
-// divides the count), else 1-D.
+// divides the count), a 0-d scalar when row is -1 and count 1, else 1-D.
 Tensor of_count(DType dtype, std::size_t count, std::int64_t row) {
   const auto n = static_cast<std::int64_t>(count);
   if (row > 0 && n % row == 0) return Tensor(dtype, {n / row, row});
+  if (row < 0 && n == 1) return Tensor(dtype, {});
   return Tensor(dtype, {n});
 }
 

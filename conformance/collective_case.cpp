@@ -14,8 +14,9 @@ std::string CollectiveCase::describe(bool with_algorithm, int group_size) const 
   std::ostringstream os;
   std::vector<std::string> args;
   if (std::any_of(spec.operands.begin(), spec.operands.end(), [](const Operand& o) { return o.present(); }))
-    args.push_back(std::string(dtype_name(dtype)) + " x " + std::to_string(count) +
-                   (row > 0 ? " in rows of " + std::to_string(row) : std::string()));
+    args.push_back(row < 0 && count == 1 ? std::string(dtype_name(dtype)) + " scalar (0-d)"
+                                         : std::string(dtype_name(dtype)) + " x " + std::to_string(count) +
+                                               (row > 0 ? " in rows of " + std::to_string(row) : std::string()));
   if (spec.reduce_op) args.emplace_back(reduce_op_name(reduce_op));
   if (spec.rooted) args.push_back("root " + std::to_string(root));
   if (with_algorithm && spec.algorithm) args.emplace_back(algorithm_name(algorithm));
@@ -222,6 +223,7 @@ OpKind CollectiveCase::op_kind() const {
 
 std::size_t block_count(const CollectiveCase& c, int from, int to) {
   if (!c.uneven) return c.count;
+  if (from == c.silent_sender || to == c.silent_receiver) return 0;
   std::uint64_t x = c.data_seed ^ (static_cast<std::uint64_t>(from) << 20) ^ (static_cast<std::uint64_t>(to) << 40);
   if (c.row > 1) {
     const auto row = static_cast<std::size_t>(c.row);

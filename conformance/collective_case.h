@@ -55,11 +55,17 @@ struct CollectiveCase {
   // all_to_all: each pair's block has its own size, 0 .. 2 * count
   // (all_to_all_single passes split sizes), whole rows when `row` is set.
   bool uneven = false;
+  // Uneven all_to_all: the group rank that sends nothing (every block it
+  // sends is empty, itself included) yet receives, and the one that
+  // receives nothing yet sends; -1: none.
+  int silent_sender = -1;
+  int silent_receiver = -1;
   // The async form (torch's async_op=True: the library's nonblocking call,
   // waited for later) instead of the blocking one.
   bool async_op = false;
   // Two-dimensional tensors of rows of `row` elements (count and every
-  // block a whole number of rows), as a program shapes them; 0: 1-D.
+  // block a whole number of rows), as a program shapes them; 0: 1-D; -1
+  // with count 1: 0-d scalars (a loss, a step count).
   std::int64_t row = 0;
   // Process backends hand the library non-contiguous views of the tensors
   // (JobOptions::strided_views); the values are the same.
@@ -72,8 +78,9 @@ struct CollectiveCase {
   // bool 0/1): wrapping, sign and width mistakes show. Floating dtypes
   // keep their usual inputs.
   bool edges = false;
-  // Global rank that issues its calls late_ns (its executor's clock) after
-  // the others: a barrier must hold every other member until it enters.
+  // Global rank that issues this call late_ns (its executor's clock) after
+  // the calls before it: a barrier must hold every other member until it
+  // enters.
   int late_rank = -1;
   Nanos late_ns = 0;
 

@@ -52,7 +52,8 @@ CaseOutcome failed_run(const RunResult& res, const std::string& context);
 
 // Runs `cases` on a job of `world` ranks: every rank creates the cases'
 // groups (in order), issues every case in order (each in its blocking or
-// async form) -- a case's late rank after the others -- then waits for
+// async form; a case's late rank waits its delay just before issuing that
+// case, after the calls before it) -- then waits for
 // them in order. Every rank's every result must equal the oracle (bit for
 // bit, the inputs being exact in any order, unless the case asks for
 // rounding or special values), what an op only reads must be unchanged and

@@ -75,6 +75,20 @@ void unsorted_groups_and_async_forms(std::vector<DecidedCase>& out) {
                                kUnsortedWorld, {c}));
     }
   }
+  // The async forms on the whole world too, the job's own (an MPI runs them
+  // on MPI_COMM_WORLD: an MPI_Iallgather wrong there alone passed, every
+  // other async case being on a communicator made for it).
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpSpec& s = op_spec(ops[i]);
+    if (!s.async) continue;
+    CollectiveCase c = case_of(ops[i]);
+    c.root = 3;
+    c.count = 13;
+    c.reduce_op = reduce_op_for(i + 2);
+    c.async_op = true;
+    c.data_seed = 150 + i;
+    out.push_back(collective("async_forms", name_of(ops[i]) + "_on_the_world" + (s.rooted ? "_root3" : ""), 5, {c}));
+  }
 }
 
 void sizes(std::vector<DecidedCase>& out) {
@@ -84,10 +98,16 @@ void sizes(std::vector<DecidedCase>& out) {
     CollectiveCase c = case_of(ops[i]);
     c.dtype = DType::kInt32;
     c.count = 65539;
-    c.root = 2;
+    c.root = 1;  // the middle of three (an MPI_Reduce that dropped a middle root's own part passed at root 2)
     c.reduce_op = reduce_op_for(i);
     c.data_seed = 200 + i;
-    out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c}));
+    // Then async, rooted at the last rank (an MPI_Iallreduce wrong above 64
+    // KiB on groups that are not a power of two passed: this was blocking).
+    CollectiveCase async = c;
+    async.async_op = true;
+    async.root = 2;
+    async.data_seed += 50;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c, async}));
   }
   // Groups of five: every other fixed case has four members or fewer, so a
   // library wrong only on group sizes that are odd and not powers of two
@@ -112,10 +132,52 @@ void sizes(std::vector<DecidedCase>& out) {
     async.data_seed += 50;
     out.push_back(collective("sizes", name_of(ops[i]) + "_1001_on_five_of_seven", 7, {c, async}));
   }
+  // Six and seven members, the most any fixed case had being five: a
+  // library's algorithms switch on the group's size (an MPI_Allgather
+  // swapping two blocks on 6 ranks, an MPI_Reduce_scatter_block short-
+  // changing the last of 7 passed). Six of seven out of order; then the
+  // whole world of seven, the job's own (MPI_COMM_WORLD). Blocking with a
+  // middle root, then async rooted at the last member.
+  const std::vector<int> six = {6, 2, 0, 5, 3, 1};
+  for (bool whole : {false, true}) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!takes_tensors(op_spec(ops[i]))) continue;
+      CollectiveCase c = case_of(ops[i]);
+      c.dtype = i % 2 ? DType::kInt64 : DType::kFloat32;
+      c.count = 1001;
+      if (!whole) c.group = six;
+      c.root = whole ? 3 : 2;
+      c.reduce_op = reduce_op_for(i + 3);
+      c.data_seed = (whole ? 700 : 600) + i;
+      CollectiveCase async = c;
+      async.async_op = true;
+      async.root = 6;
+      async.data_seed += 50;
+      out.push_back(collective("sizes", name_of(ops[i]) + (whole ? "_1001_on_seven" : "_1001_on_six_of_seven"), 7,
+                               {c, async}));
+    }
+  }
 }
 
 void layouts(std::vector<DecidedCase>& out) {
   const std::vector<OpKind> ops = collectives();
+  // 0-d scalars through the collectives that take one tensor per rank or a
+  // list of them (the tensor forms concatenate, which a scalar cannot):
+  // what a training loop reduces most (an all_reduce that reduced nothing on
+  // a 0-d tensor passed every 1-D and 2-D case).
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpSpec& s = op_spec(ops[i]);
+    if (!takes_tensors(s)) continue;
+    CollectiveCase c = case_of(ops[i]);
+    if (c.tensor_form) continue;
+    c.dtype = DType::kFloat32;
+    c.count = 1;
+    c.row = -1;
+    c.root = 1;
+    c.reduce_op = reduce_op_for(i);
+    c.data_seed = 350 + i;
+    out.push_back(collective("layouts", name_of(ops[i]) + "_0d", 3, {c}));
+  }
   for (bool strided : {false, true}) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (!takes_tensors(op_spec(ops[i]))) continue;
@@ -165,12 +227,31 @@ void uneven_all_to_all(std::vector<DecidedCase>& out) {
       out.push_back(collective("uneven_all_to_all",
                                std::string(tensor_form ? "single" : "list") + (row ? "_2d" : "_1d"), 5, {c}));
     }
+    // A member whose every input split is 0 while it still receives, and
+    // one whose every output split is 0 while it still sends (an
+    // MPI_Alltoallv that skipped a rank sending nothing -- receives and all
+    // -- passed).
+    for (const bool sender : {true, false}) {
+      CollectiveCase c;
+      c.op = CollectiveKind::kAllToAll;
+      c.tensor_form = tensor_form;
+      c.uneven = true;
+      c.group = named;
+      c.count = 5;
+      c.dtype = DType::kInt64;
+      (sender ? c.silent_sender : c.silent_receiver) = 1;
+      c.data_seed = 410 + (sender ? 0u : 1u) + (tensor_form ? 2u : 0u);
+      out.push_back(collective("uneven_all_to_all",
+                               std::string(tensor_form ? "single" : "list") +
+                                   (sender ? "_a_member_sends_nothing" : "_a_member_receives_nothing"),
+                               5, {c}));
+    }
   }
 }
 
 void reduce_edges(std::vector<DecidedCase>& out) {
   const std::vector<int> three = {3, 1, 2}, two = {3, 1};
-  std::uint64_t seed = 500;
+  std::uint64_t seed = 500, wide_seed = 5000;
   for (OpKind k : collectives()) {
     const OpSpec& s = op_spec(k);
     if (!s.reduce_op) continue;
@@ -216,6 +297,14 @@ void reduce_edges(std::vector<DecidedCase>& out) {
         if (reduce_op_unsupported(static_cast<ReduceOp>(op), dt)) continue;
         CollectiveCase c = call(dt, static_cast<ReduceOp>(op), three);
         c.edges = true;
+        if (dt == DType::kInt32 || dt == DType::kInt64) {
+          // Seeds of their own (the cases before them keep theirs), and past
+          // 64 elements, where a library's vector loop runs (an int64
+          // MIN/MAX compared unsigned there only passed 37).
+          --seed;
+          c.data_seed = ++wide_seed;
+          c.count = 131;
+        }
         out.push_back(collective("reduce_edges",
                                  name_of(k) + "_" + std::string(dtype_name(dt)) + "_edges_" +
                                      std::string(reduce_op_name(static_cast<ReduceOp>(op))),
@@ -228,25 +317,54 @@ void reduce_edges(std::vector<DecidedCase>& out) {
 void point_to_point(std::vector<DecidedCase>& out) {
   // Both forms at both sizes: a library takes an eager path for small
   // messages and a rendezvous path for large ones, and each sets the
-  // source it reports apart (a blocking recv wrong above 64 KiB passed).
+  // source it reports apart (a blocking recv wrong above 64 KiB passed);
+  // and sizes between (an MPI reporting the wrong MPI_SOURCE for 4-64 KiB
+  // passed 40 bytes and 512 KiB).
+  const std::pair<std::size_t, const char*> counts[] = {
+      {5, "_small"}, {1000, "_8KiB"}, {5000, "_40KiB"}, {65537, "_large"}};
   for (bool async : {false, true}) {
-    for (const std::size_t count : {std::size_t{5}, std::size_t{65537}}) {
+    for (const auto& [count, size_name] : counts) {
       const bool usual = count == (async ? 65537u : 5u);  // the names these cases had alone
       out.push_back(targeted("any_source",
-                             std::string(async ? "irecv" : "recv") + "_in_subgroup" +
-                                 (usual ? "" : count == 5 ? "_small" : "_large"),
+                             std::string(async ? "irecv" : "recv") + "_in_subgroup" + (usual ? "" : size_name),
                              kUnsortedWorld, [async, count](const RunOnEveryRank& run, const std::string& context) {
                                return run_any_source(run, kUnsortedWorld, kUnsorted, kUnsortedRoot, 2, count, async,
                                                      context);
                              }));
     }
-  }
-  for (bool async : {false, true}) {
-    out.push_back(targeted("tags", std::string("whole_range_") + (async ? "irecv" : "recv"), 4,
-                           [async](const RunOnEveryRank& run, const std::string& context) {
-                             return run_tag_range(run, 4, {3, 1}, 3, 1, async, context);
+    // Floating values a quarter above integers (an any-source receive that
+    // carried them through an integer passed: every other was int64).
+    out.push_back(targeted("any_source", std::string(async ? "irecv" : "recv") + "_in_subgroup_float64",
+                           kUnsortedWorld, [async](const RunOnEveryRank& run, const std::string& context) {
+                             return run_any_source(run, kUnsortedWorld, kUnsorted, kUnsortedRoot, 2, 1000, async,
+                                                   context, DType::kFloat64);
                            }));
-    out.back().may_hang = true;  // a receive refused for its tag leaves the sender's isends waiting
+  }
+  for (bool any_source : {false, true}) {
+    for (bool async : {false, true}) {
+      // From any source too: an MPI posting large tags as MPI_ANY_TAG there
+      // only passed (the tag range used named sources alone).
+      out.push_back(targeted("tags",
+                             std::string("whole_range_") + (async ? "irecv" : "recv") + (any_source ? "_any_source" : ""),
+                             4, [async, any_source](const RunOnEveryRank& run, const std::string& context) {
+                               return run_tag_range(run, 4, {3, 1}, 3, 1, async, context, any_source);
+                             }));
+      out.back().may_hang = true;  // a receive refused for its tag leaves the sender's isends waiting
+    }
+  }
+  // Named peers in a group that is not 0..k-1, blocking and async, small
+  // and large (an MPI_Send that took its destination for a world rank on
+  // such a communicator passed: every blocking send was on the world or on
+  // ranks 0..k-1).
+  for (bool async : {false, true}) {
+    for (const std::size_t count : {std::size_t{5}, std::size_t{65537}}) {
+      out.push_back(targeted("p2p_in_groups",
+                             std::string(async ? "isend_irecv" : "send_recv") + "_ring" + (count == 5 ? "_small" : "_large"),
+                             kUnsortedWorld, [async, count](const RunOnEveryRank& run, const std::string& context) {
+                               return run_ring(run, kUnsortedWorld, kUnsorted, count, async, context);
+                             }));
+      out.back().may_hang = true;  // a message sent to the wrong rank leaves its receiver waiting
+    }
   }
 }
 
@@ -280,16 +398,42 @@ void barriers(std::vector<DecidedCase>& out) {
   barrier("barrier_world_7", CollectiveKind::kBarrier, 7, {}, false, 6);
   barrier("barrier_async_world_5", CollectiveKind::kBarrier, 5, {}, true, 4);
   barrier("barrier_async_in_prefix_group", CollectiveKind::kBarrier, 4, {0, 1, 2}, true, 2);
+  // Five and six members out of order, async and blocking (an MPI_Ibarrier
+  // that completed at once on five or more members that are not 0..k-1
+  // passed every case above).
+  barrier("barrier_async_on_five_of_seven", CollectiveKind::kBarrier, 7, {6, 2, 0, 5, 3}, true, 5);
+  barrier("barrier_on_six_of_seven", CollectiveKind::kBarrier, 7, {6, 2, 0, 5, 3, 1}, false, 1);
+  // A barrier right after another on the same group, its late member late
+  // for the second only (a barrier that returned at once when the one before
+  // it had just ended passed: every other case has one barrier, or a late
+  // member late for all of them).
+  auto back_to_back = [&](const std::string& name, int world, std::vector<int> group, bool async, int late) {
+    CollectiveCase first;
+    first.op = CollectiveKind::kBarrier;
+    first.group = std::move(group);
+    first.async_op = async;
+    CollectiveCase second = first;
+    second.late_rank = late;
+    second.late_ns = kLate;
+    out.push_back(collective("barrier_entry", name, world, {first, second}));
+  };
+  back_to_back("barrier_after_barrier_world", 4, {}, false, 2);
+  back_to_back("barrier_after_barrier_async_in_subgroup", kUnsortedWorld, kUnsorted, true, 1);
 }
 
 void call_timeout(std::vector<DecidedCase>& out) {
-  DecidedCase d = targeted("call_timeout", "all_reduce_own_deadline", 2,
-                           [](const RunOnEveryRank& run, const std::string& context) {
-                             return run_call_timeout(run, 2, {1, 0}, 1, 8'000'000'000, 300'000'000, context);
-                           });
-  d.needs_timeouts = true;
-  d.ends_job = true;
-  out.push_back(std::move(d));
+  // all_reduce, and the calls a library may time out apart: a barrier and a
+  // broadcast's receiver (a Work.wait(timeout) honoured by all_reduce alone
+  // passed).
+  for (CollectiveKind op : {CollectiveKind::kAllReduce, CollectiveKind::kBarrier, CollectiveKind::kBroadcast}) {
+    DecidedCase d = targeted("call_timeout", collective_name(op) + "_own_deadline", 2,
+                             [op](const RunOnEveryRank& run, const std::string& context) {
+                               return run_call_timeout(run, 2, {1, 0}, 1, 8'000'000'000, 300'000'000, context, op);
+                             });
+    d.needs_timeouts = true;
+    d.ends_job = true;
+    out.push_back(std::move(d));
+  }
 }
 
 }  // namespace

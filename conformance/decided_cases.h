@@ -8,26 +8,38 @@
 //                      nor the group's first member; gather and all_gather
 //                      order by group rank there
 //   async_forms        the same calls in their async form (async_op=True,
-//                      the library's nonblocking call)
+//                      the library's nonblocking call), and on the whole
+//                      world of five
 //   sizes              every collective with 65539 elements per rank (or
-//                      per block): above 64 Ki, not a power of two; and on a
-//                      group of five of seven, 1,001 elements, blocking then
-//                      async
+//                      per block): above 64 Ki, not a power of two, on
+//                      three ranks; and on groups of five and six of seven
+//                      and the world of seven, 1,001 elements; each blocking
+//                      with a middle root, then async
 //   layouts            every collective with two-dimensional tensors, and
-//                      with non-contiguous (strided) views of them
+//                      with non-contiguous (strided) views of them; the
+//                      ones that take a tensor or a list, with 0-d scalars
 //   uneven_all_to_all  both all_to_all forms with input and output splits
-//                      that differ (empty blocks among them), 1-D and 2-D
+//                      that differ (empty blocks among them), 1-D and 2-D;
+//                      with a member that sends nothing, and one that
+//                      receives nothing
 //   reduce_edges       each reducing op with every contributor negative
 //                      (MIN/MAX), NaNs, PRODUCT's precision (float32 and
 //                      float64 rounding, int64 wrapping) and int8, uint8,
 //                      bool, int32 and int64 at their edges under every
 //                      reduce op
 //   any_source         any-source receives, blocking and async, in a group
-//                      named out of order: the sender's global rank
-//   tags               tags across their range, differing in high bits only
-//   call_timeout       a call's own timeout, honoured at its own deadline
+//                      named out of order, 40 B to 512 KiB, int64 and
+//                      float64: the sender's global rank
+//   tags               tags across their range, differing in high bits
+//                      only, from a named source and from any source
+//   p2p_in_groups      send/recv by global rank around a group named out of
+//                      order, blocking and async, small and large
+//   call_timeout       a call's own timeout (all_reduce, barrier,
+//                      broadcast), honoured at its own deadline
 //   barrier_entry      no member leaves a barrier (or monitored_barrier)
-//                      before the late member entered
+//                      before the late member entered: on 3 to 7 members,
+//                      sorted or not, blocking and async, and right after
+//                      another barrier
 #pragma once
 
 #include <functional>

@@ -246,6 +246,75 @@ class First64KiOnly final : public ForwardingDist {
   }
 };
 
+// A barrier called right after a barrier on the same group returns at once.
+class BarrierAfterBarrierAtOnce final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work barrier(const Group& g, CollectiveOptions o) override {
+    const bool second = called_ && last_ == g.state();
+    called_ = true;
+    last_ = g.state();
+    if (second && (g.is_world_default() || g.is_member()))
+      return completed_work(&executor(), false, "barrier");
+    return d_.barrier(g, o);
+  }
+
+ private:
+  bool called_ = false;
+  const void* last_ = nullptr;
+};
+
+// all_gather on a group of six swaps the blocks of group ranks 1 and 2.
+class AllGatherSwapsOnSix final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work all_gather(std::span<const TensorView> list, TensorView in, const Group& g, CollectiveOptions o) override {
+    std::vector<TensorView> l(list.begin(), list.end());
+    if (l.size() == 6) std::swap(l[1], l[2]);
+    return d_.all_gather(l, in, g, o);
+  }
+};
+
+// In a group, send() takes its destination for the group rank it names
+// modulo the group's size (a world rank used as a communicator's rank).
+class SendsToGroupRank final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, wrong(dst, g), tag, g); }
+
+ private:
+  static int wrong(int dst, const Group& g) {
+    if (g.is_world_default()) return dst;
+    const std::vector<int> members = g.ranks();
+    return members[static_cast<std::size_t>(dst) % members.size()];
+  }
+};
+
+// A call's own timeout is honoured by all_reduce only.
+class CallTimeoutsForAllReduceOnly final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work barrier(const Group& g, CollectiveOptions o) override {
+    o.timeout_ns = 0;
+    return d_.barrier(g, o);
+  }
+  Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
+    o.timeout_ns = 0;
+    return d_.broadcast(t, src, g, o);
+  }
+};
+
+// all_reduce of a 0-d tensor reduces nothing (a library that reduces
+// numel() of dims past the first).
+class ScalarAllReduceDoesNothing final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override {
+    if (t.shape && t.dims == 0) return d_.all_reduce(t.slice(0, 0), op, g, o);
+    return d_.all_reduce(t, op, g, o);
+  }
+};
+
 template <typename Broken>
 RunOnEveryRank on_sim(sim::SimWorld& w) {
   return [&w](const DistProgram& program) {
@@ -311,7 +380,7 @@ TEST(DecidedCases, NamesAreUniqueAndUnevenSplitsDifferWithEmptyBlocks) {
       EXPECT_TRUE(differ && empty) << c.describe();
     }
   }
-  EXPECT_EQ(uneven, 4);
+  EXPECT_EQ(uneven, 8);
 }
 
 TEST(BrokenDists, ReversedGatherOrderInUnsortedGroupsFailsAndSaysWhoseInputItHolds) {
@@ -374,6 +443,44 @@ TEST(BrokenDists, ZeroBasedMaxAndSignedUint8FailWithTheContributingInputs) {
   const std::string u8 = outcomes.at("reduce_edges/all_reduce_uint8_edges_MAX").failure;
   EXPECT_NE(u8.find("uint8"), std::string::npos) << u8;
   EXPECT_NE(u8.find("(inputs at element"), std::string::npos) << u8;
+}
+
+TEST(BrokenDists, BarrierReturningAtOnceAfterABarrierFailsBackToBack) {
+  const auto outcomes = run_feature<BarrierAfterBarrierAtOnce>("barrier_entry");
+  for (const char* name : {"barrier_entry/barrier_after_barrier_world",
+                           "barrier_entry/barrier_after_barrier_async_in_subgroup"}) {
+    EXPECT_NE(outcomes.at(name).failure.find(" left the barrier when "), std::string::npos) << name;
+  }
+  EXPECT_EQ(outcomes.at("barrier_entry/barrier_world").failure, "");
+}
+
+TEST(BrokenDists, AllGatherWrongOnSixMembersFailsTheGroupOfSix) {
+  const auto outcomes = run_feature<AllGatherSwapsOnSix>("sizes");
+  const std::string f = outcomes.at("sizes/all_gather_1001_on_six_of_seven").failure;
+  EXPECT_NE(f.find("(it holds rank"), std::string::npos) << f;
+  EXPECT_EQ(outcomes.at("sizes/all_gather_1001_on_five_of_seven").failure, "");
+}
+
+TEST(BrokenDists, SendToAGroupRankInAGroupFailsTheRing) {
+  const auto outcomes = run_feature<SendsToGroupRank>("p2p_in_groups");
+  const std::string f = outcomes.at("p2p_in_groups/send_recv_ring_small").failure;
+  EXPECT_NE(f.find("send/recv of int64 x 5 from each member of {1,2,4,5}"), std::string::npos) << f;
+  EXPECT_EQ(outcomes.at("p2p_in_groups/isend_irecv_ring_small").failure, "");
+}
+
+TEST(BrokenDists, CallTimeoutHonouredByAllReduceOnlyFailsTheOthers) {
+  const auto outcomes = run_feature<CallTimeoutsForAllReduceOnly>("call_timeout");
+  EXPECT_EQ(outcomes.at("call_timeout/all_reduce_own_deadline").failure, "");
+  for (const char* name : {"call_timeout/barrier_own_deadline", "call_timeout/broadcast_own_deadline"}) {
+    EXPECT_NE(outcomes.at(name).failure.find("its own was not honoured"), std::string::npos) << name;
+  }
+}
+
+TEST(BrokenDists, ScalarAllReduceThatReducesNothingFailsLayouts) {
+  const auto outcomes = run_feature<ScalarAllReduceDoesNothing>("layouts");
+  const std::string f = outcomes.at("layouts/all_reduce_0d").failure;
+  EXPECT_NE(f.find("scalar (0-d)"), std::string::npos) << f;
+  EXPECT_EQ(outcomes.at("layouts/all_reduce_2d").failure, "");
 }
 
 TEST(BrokenDists, BroadcastOfTheFirst64KiOnlyFailsSizes) {

@@ -429,6 +429,28 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       fixed_case("special_values", std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), {c}, 5);
     }
   }
+  // The same values moved, not reduced: every bit is the program's there (a
+  // broadcast that turned -0.0 into 0.0 never met a signed zero).
+  {
+    const std::pair<CollectiveKind, DType> moved[] = {{CollectiveKind::kBroadcast, DType::kFloat16},
+                                                      {CollectiveKind::kScatter, DType::kBFloat16},
+                                                      {CollectiveKind::kGather, DType::kFloat32},
+                                                      {CollectiveKind::kAllGather, DType::kFloat64},
+                                                      {CollectiveKind::kAllToAll, DType::kFloat32}};
+    for (const auto& [k, dt] : moved) {
+      CollectiveCase c;
+      c.op = k;
+      c.dtype = dt;
+      c.count = 64;
+      c.group = {3, 0, 4, 1};
+      c.root = 4;
+      c.tensor_form = k == CollectiveKind::kAllToAll;
+      c.special_values = true;
+      c.data_seed = static_cast<std::uint64_t>(8800 + static_cast<int>(k) * 10 + static_cast<int>(dt));
+      fixed_case("special_values", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_moved", {c}, 5,
+                 "world 5, group {3,0,4,1}");
+    }
+  }
 
   // Large messages (above 1 MiB, an odd count: rendezvous, segmented rings,
   // uneven tails) through every collective, and float32 AVG through every
@@ -618,6 +640,27 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM", {c}, 2);
     }
   }
+  // MIN and MAX of the same full-mantissa values on three ranks, exact
+  // whatever the order (a float64 MIN/MAX that went through float32 for
+  // values in float32's range never met a value it changed: MIN/MAX inputs
+  // were small integers).
+  for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+      for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+        CollectiveCase c;
+        c.op = k;
+        c.dtype = dt;
+        c.reduce_op = op;
+        c.count = 257;
+        c.root = 2;
+        c.rounding = true;
+        c.data_seed =
+            static_cast<std::uint64_t>(9600 + static_cast<int>(dt) * 100 + static_cast<int>(op) * 10 + static_cast<int>(k));
+        fixed_case("rounding",
+                   collective_name(k) + "_" + std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), {c}, 3);
+      }
+    }
+  }
 
   // The decided cases (decided_cases.h): classes of input covered by
   // construction, each replayed by its name alone.
@@ -714,6 +757,28 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                  return run_and_check(run, 5, on_group, strict, "", library);
                },
                "300 collectives of every kind on {0,3,4} (named {3,0,4}) in a world of 5");
+    }
+    // 300 broadcasts on one subgroup, rooted at its last member: a count
+    // kept per kind of collective passes 2^8 there (the mixed runs give no
+    // kind more than ~140 on one group: a broadcast wrong from a group's
+    // 257th on never fired).
+    {
+      sim::Prng sub = case_prng(kLongRunSalt, 2);
+      const std::vector<int> group = {3, 0, 4};
+      std::vector<CollectiveCase> broadcasts;
+      for (int i = 0; i < 300; ++i) {
+        CollectiveCase c = random_case(CollectiveKind::kBroadcast, 5, sub);
+        c.group = group;
+        c.root = 4;
+        c.dtype = DType::kInt32;
+        c.count = std::clamp<std::size_t>(c.count, 1, 13);
+        broadcasts.push_back(c);
+      }
+      long_run("broadcasts_300_on_a_subgroup", 5,
+               [broadcasts, strict, library](const RunOnEveryRank& run) {
+                 return run_and_check(run, 5, broadcasts, strict, "", library);
+               },
+               "300 broadcasts from rank 4 on {0,3,4} (named {3,0,4}) in a world of 5");
     }
     // Past 2^10 on each channel by default, and past 2^16 where collie's
     // core runs in this process over the transport under test (134,000

@@ -1,7 +1,9 @@
 #include "conformance/targeted_checks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 
 #include "core/error.h"
@@ -35,22 +37,51 @@ std::int64_t message_value(int sender, int i, std::size_t x) {
   return std::int64_t{sender} * 1'000'000'000 + std::int64_t{i} * 1'000'000 + static_cast<std::int64_t>(x % 1'000'000);
 }
 
-Tensor message(int sender, int i, std::size_t count) {
-  Tensor t(DType::kInt64, {static_cast<std::int64_t>(count)});
-  for (std::size_t x = 0; x < count; ++x) t.set_int(x, message_value(sender, i, x));
+// The same in float64, a quarter above: a value carried through an integer
+// (or float32) loses the quarter (or the low digits).
+double float_message_value(int sender, int i, std::size_t x) {
+  return static_cast<double>(message_value(sender, i, x)) + 0.25;
+}
+
+Tensor message(int sender, int i, std::size_t count, DType dtype = DType::kInt64) {
+  Tensor t(dtype, {static_cast<std::int64_t>(count)});
+  for (std::size_t x = 0; x < count; ++x) {
+    if (dtype == DType::kFloat64) t.set(x, float_message_value(sender, i, x));
+    else t.set_int(x, message_value(sender, i, x));
+  }
   return t;
+}
+
+// Element x of a received message as the int64 message_value() it stands
+// for; a float64 one that is not a quarter above one gives -1.
+std::int64_t value_of(const Tensor& t, std::size_t x) {
+  if (t.dtype() != DType::kFloat64) return t.get_int(x);
+  const double v = t.get(x);
+  const double whole = v - 0.25;
+  if (whole < 0 || whole != static_cast<double>(static_cast<std::int64_t>(whole))) return -1;
+  return static_cast<std::int64_t>(whole);
+}
+
+std::string float_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string text_of(const Tensor& t, std::size_t x) {
+  return t.dtype() == DType::kFloat64 ? float_text(t.get(x)) : std::to_string(t.get_int(x));
 }
 
 }  // namespace
 
 CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int receiver,
-                           int per_sender, std::size_t count, bool async, const std::string& context) {
+                           int per_sender, std::size_t count, bool async, const std::string& context, DType dtype) {
   const std::vector<int> members = sorted(named);
   const int senders = static_cast<int>(members.size()) - 1;
   const std::string what = std::string(async ? "irecv" : "recv") + " from any source by rank " +
                            std::to_string(receiver) + " on " + list_of(members) + " (named " + list_of(named) + "), " +
-                           std::to_string(per_sender) + " messages of int64 x " + std::to_string(count) +
-                           " from each other member";
+                           std::to_string(per_sender) + " messages of " + std::string(dtype_name(dtype)) + " x " +
+                           std::to_string(count) + " from each other member";
   struct Got {
     int source;
     Tensor data;
@@ -66,7 +97,7 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
       out.reserve(static_cast<std::size_t>(per_sender));
       std::vector<Work> sends;
       for (int i = 0; i < per_sender; ++i) {
-        out.push_back(message(me, i, count));
+        out.push_back(message(me, i, count, dtype));
         sends.push_back(c.isend(out.back(), receiver, kTag, g));
       }
       co_await wait_all(sends);
@@ -75,7 +106,7 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
     const auto total = static_cast<std::size_t>(per_sender * senders);
     std::vector<Tensor> in;
     in.reserve(total);
-    for (std::size_t k = 0; k < total; ++k) in.emplace_back(DType::kInt64, std::vector<std::int64_t>{static_cast<std::int64_t>(count)});
+    for (std::size_t k = 0; k < total; ++k) in.emplace_back(dtype, std::vector<std::int64_t>{static_cast<std::int64_t>(count)});
     std::vector<Work> recvs;
     for (std::size_t k = 0; k < total; ++k) {
       if (async) {
@@ -98,12 +129,16 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
   std::map<int, int> next;  // sender -> the message index it must deliver next
   for (std::size_t k = 0; k < got.size() && out.failure.empty(); ++k) {
     const Got& r = got[k];
-    const std::int64_t first = count ? r.data.get_int(0) : 0;
-    const int sender = static_cast<int>(first / 1'000'000'000);
+    const std::int64_t first = count ? value_of(r.data, 0) : 0;
+    const int sender = first < 0 ? -1 : static_cast<int>(first / 1'000'000'000);
     const int index = static_cast<int>((first / 1'000'000) % 1000);
     const std::string receive = "receive " + std::to_string(k);
     if (!std::binary_search(members.begin(), members.end(), sender) || sender == receiver) {
-      fail(receive + " holds element 0 = " + std::to_string(first) + ", which no member sent");
+      std::string why = receive + " holds element 0 = " + text_of(r.data, 0) + ", which no member sent";
+      if (dtype == DType::kFloat64 && count && std::trunc(r.data.get(0)) == r.data.get(0))
+        why += " (each value sent was a quarter above an integer: the quarter was lost, as if carried through an "
+               "integer)";
+      fail(why);
       break;
     }
     if (r.source != sender) {
@@ -116,10 +151,11 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
       break;
     }
     for (std::size_t x = 0; x < count; ++x)
-      if (r.data.get_int(x) != message_value(sender, index, x)) {
+      if (value_of(r.data, x) != message_value(sender, index, x)) {
         fail(receive + " (rank " + std::to_string(sender) + "'s message " + std::to_string(index) + ") element " +
-             std::to_string(x) + " is " + std::to_string(r.data.get_int(x)) + ", it was sent as " +
-             std::to_string(message_value(sender, index, x)));
+             std::to_string(x) + " is " + text_of(r.data, x) + ", it was sent as " +
+             (dtype == DType::kFloat64 ? float_text(float_message_value(sender, index, x))
+                                       : std::to_string(message_value(sender, index, x))));
         break;
       }
     if (index != next[sender])
@@ -140,14 +176,17 @@ std::vector<int> tag_range() {
 }
 
 CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int sender, int receiver,
-                          bool async, const std::string& context) {
+                          bool async, const std::string& context, bool any_source) {
   const std::vector<int> tags = tag_range();
   auto count_of = [](std::size_t i) { return i == 0 ? std::size_t{65537} : std::size_t{3}; };
-  std::string what = std::string(async ? "irecv" : "recv") + " by rank " + std::to_string(receiver) + " from rank " +
-                     std::to_string(sender) + " on " + list_of(sorted(named)) + " with tags";
+  std::string what = std::string(async ? "irecv" : "recv") + " by rank " + std::to_string(receiver) + " from " +
+                     (any_source ? "any source (rank " + std::to_string(sender) + " sends)"
+                                 : "rank " + std::to_string(sender)) +
+                     " on " + list_of(sorted(named)) + " with tags";
   for (int t : tags) what += " " + std::to_string(t);
   what += ", in the reverse order of their isends";
   std::vector<Tensor> in;
+  std::vector<int> sources;  // each receive's reported source, in tags' order
   auto program = [&](Dist& c) -> Task<void> {
     const Group g = c.new_group(named, 0, "tags");
     const int me = c.rank();
@@ -165,11 +204,14 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
       for (std::size_t i = 0; i < tags.size(); ++i)
         in.emplace_back(DType::kInt64, std::vector<std::int64_t>{static_cast<std::int64_t>(count_of(i))});
       std::vector<Work> recvs;
+      const int from = any_source ? kAnySource : sender;
       for (std::size_t i = tags.size(); i-- > 0;) {
-        recvs.push_back(async ? c.irecv(in[i], sender, tags[i], g) : c.recv(in[i], sender, tags[i], g));
+        recvs.push_back(async ? c.irecv(in[i], from, tags[i], g) : c.recv(in[i], from, tags[i], g));
         if (!async) co_await recvs.back();
       }
       co_await wait_all(recvs);
+      sources.assign(tags.size(), -1);
+      for (std::size_t i = 0; i < tags.size(); ++i) sources[tags.size() - 1 - i] = recvs[i].source_rank();
     }
   };
   const RunResult res = run(program);
@@ -188,15 +230,82 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
       out.failure = with_context(what + ": " + why, context);
       break;
     }
+  for (std::size_t i = 0; i < sources.size() && out.failure.empty(); ++i)
+    if (sources[i] != sender)
+      out.failure = with_context(what + ": the receive with tag " + std::to_string(tags[i]) + " reports source " +
+                                     std::to_string(sources[i]) + ", but rank " + std::to_string(sender) + " sent it",
+                                 context);
+  return out;
+}
+
+CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, std::size_t count,
+                     bool async, const std::string& context) {
+  const std::vector<int> members = sorted(named);
+  const int n = static_cast<int>(members.size());
+  const std::string what = std::string(async ? "isend/irecv" : "send/recv") + " of int64 x " + std::to_string(count) +
+                           " from each member of " + list_of(members) + " (named " + list_of(named) +
+                           ") to the next by group rank, around the group";
+  constexpr int kTag = 3;
+  std::map<int, Tensor> got;  // by receiving member
+  auto program = [&](Dist& c) -> Task<void> {
+    const Group g = c.new_group(named, 0, "ring");
+    const int me = c.rank();
+    const auto at = std::find(members.begin(), members.end(), me);
+    if (at == members.end()) co_return;
+    const int p = static_cast<int>(at - members.begin());
+    const int next = members[static_cast<std::size_t>((p + 1) % n)];
+    const int prev = members[static_cast<std::size_t>((p + n - 1) % n)];
+    Tensor out = message(me, 0, count);
+    Tensor in(DType::kInt64, {static_cast<std::int64_t>(count)});
+    if (async) {
+      std::vector<Work> w = {c.irecv(in, prev, kTag, g), c.isend(out, next, kTag, g)};
+      co_await wait_all(w);
+    } else if (p % 2 == 0) {  // even group ranks send first, odd ones receive first: no cycle of waits
+      co_await c.send(out, next, kTag, g);
+      co_await c.recv(in, prev, kTag, g);
+    } else {
+      co_await c.recv(in, prev, kTag, g);
+      co_await c.send(out, next, kTag, g);
+    }
+    got.emplace(me, std::move(in));
+  };
+  const RunResult res = run(program);
+  if (!res.ok()) return failed_run(res, with_context(what, context));
+  CaseOutcome out;
+  for (int p = 0; p < n && out.failure.empty(); ++p) {
+    const int me = members[static_cast<std::size_t>(p)];
+    const int prev = members[static_cast<std::size_t>((p + n - 1) % n)];
+    const auto it = got.find(me);
+    if (it == got.end()) continue;
+    for (std::size_t x = 0; x < count; ++x) {
+      const std::int64_t v = it->second.get_int(x);
+      if (v == message_value(prev, 0, x)) continue;
+      std::string why = "rank " + std::to_string(me) + " received element " + std::to_string(x) + " = " +
+                        std::to_string(v) + " from rank " + std::to_string(prev) + ", which sent " +
+                        std::to_string(message_value(prev, 0, x));
+      const std::int64_t from = v / 1'000'000'000;
+      if (v >= 0 && from != prev && std::binary_search(members.begin(), members.end(), static_cast<int>(from)))
+        why += ": it holds rank " + std::to_string(from) + "'s message (a group rank taken for a global one, or the reverse?)";
+      else if (v == 0)
+        why += ": nothing arrived there (a message sent to the wrong rank?)";
+      out.failure = with_context(what + ": " + why, context);
+      break;
+    }
+  }
   return out;
 }
 
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int caller,
-                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context) {
+                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context,
+                             CollectiveKind op) {
   auto ms = [](Nanos ns) { return std::to_string(ns / 1'000'000) + " ms"; };
-  const std::string what = "all_reduce(float32 x 4) by rank " + std::to_string(caller) + " alone on " +
-                           list_of(sorted(named)) + " (group timeout " + ms(group_timeout_ns) + ") with its own timeout " +
-                           ms(call_timeout_ns);
+  // The member the caller's broadcast waits for (it never calls).
+  const int root = sorted(named).front() == caller ? sorted(named).back() : sorted(named).front();
+  const std::string call = op == CollectiveKind::kBarrier     ? "barrier()"
+                           : op == CollectiveKind::kBroadcast ? "broadcast(float32 x 4, root " + std::to_string(root) + ")"
+                                                              : "all_reduce(float32 x 4)";
+  const std::string what = call + " by rank " + std::to_string(caller) + " alone on " + list_of(sorted(named)) +
+                           " (group timeout " + ms(group_timeout_ns) + ") with its own timeout " + ms(call_timeout_ns);
   bool failed = false;
   std::string error;
   Nanos elapsed = -1;
@@ -205,8 +314,13 @@ CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std
     if (c.rank() != caller) co_return;
     Tensor t(DType::kFloat32, {4});
     const Nanos t0 = c.executor().now();
+    const CollectiveOptions own{Algorithm::kAuto, call_timeout_ns, false};
     try {
-      co_await c.all_reduce(t, ReduceOp::kSum, g, CollectiveOptions{Algorithm::kAuto, call_timeout_ns, false});
+      switch (op) {
+        case CollectiveKind::kBarrier: co_await c.barrier(g, own); break;
+        case CollectiveKind::kBroadcast: co_await c.broadcast(t, root, g, own); break;
+        default: co_await c.all_reduce(t, ReduceOp::kSum, g, own); break;
+      }
     } catch (const std::exception& e) {
       failed = true;
       error = e.what();

@@ -19,8 +19,11 @@ namespace collie::conformance {
 // (torch's recv returns it; a group rank is named as such), every message
 // must arrive exactly once and intact, and one sender's messages in the
 // order it sent them.
+// int64 elements, or float64 ones (each a quarter above an integer: a
+// receive that carries values through an integer loses it).
 CaseOutcome run_any_source(const RunOnEveryRank& run, int world, const std::vector<int>& named, int receiver,
-                           int per_sender, std::size_t count, bool async, const std::string& context = "");
+                           int per_sender, std::size_t count, bool async, const std::string& context = "",
+                           DType dtype = DType::kInt64);
 
 // The tags that run_tag_range() uses: small ones, ones that differ only in
 // high bits (1, 1 + 2^16, 1 + 2^24, 1 + 2^30), and the largest (2^31 - 1,
@@ -31,16 +34,28 @@ std::vector<int> tag_range();
 // `sender` isends one message per tag_range() tag (the first of 65537
 // elements, the rest of a few), all at once; `receiver` receives them in
 // the reverse order of tags -- blocking recv() one at a time, or every
-// irecv() at once (`async`) -- and each must hold the message of its tag.
+// irecv() at once (`async`), from `sender` or from any source -- and each
+// must hold the message of its tag and report `sender` as its source.
 CaseOutcome run_tag_range(const RunOnEveryRank& run, int world, const std::vector<int>& named, int sender,
-                          int receiver, bool async, const std::string& context = "");
+                          int receiver, bool async, const std::string& context = "", bool any_source = false);
+
+// Point-to-point around a group created from `named` (any order): each
+// member sends `count` int64 elements to the next member by group rank and
+// receives from the one before -- blocking send() and recv() (even group
+// ranks sending first), or isend() and irecv() together (`async`) -- naming
+// peers by global rank, as torch does. Each must receive exactly what its
+// predecessor sent.
+CaseOutcome run_ring(const RunOnEveryRank& run, int world, const std::vector<int>& named, std::size_t count,
+                     bool async, const std::string& context = "");
 
 // A call's own timeout: on a group created from `named` with the group
-// timeout `group_timeout_ns`, `caller` issues an all_reduce with its own
-// timeout `call_timeout_ns` (Work.wait(timeout) in torch) that no other
-// member joins. It must fail with an error at its own deadline: not before
-// it, and well before the group's (at most halfway from one to the other).
+// timeout `group_timeout_ns`, `caller` issues `op` -- all_reduce, barrier,
+// or broadcast from a member that never calls -- with its own timeout
+// `call_timeout_ns` (Work.wait(timeout) in torch) that no other member
+// joins. It must fail with an error at its own deadline: not before it, and
+// well before the group's (at most halfway from one to the other).
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int world, const std::vector<int>& named, int caller,
-                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context = "");
+                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context = "",
+                             CollectiveKind op = CollectiveKind::kAllReduce);
 
 }  // namespace collie::conformance

@@ -37,7 +37,7 @@ Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate) : dt
   count_ = n;
   if (!allocate) return;
   // 64-byte aligned and zeroed; at least one byte so data() is never null.
-  const std::size_t alloc = (bytes + 63) / 64 * 64 + 64;
+  const std::size_t alloc = allocation_bytes(bytes);
   storage_ = std::shared_ptr<std::byte[]>(
       static_cast<std::byte*>(::operator new[](alloc, std::align_val_t{64})),
       [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });

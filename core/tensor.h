@@ -30,9 +30,10 @@ struct TensorView {
   DType dtype = DType::kFloat32;
   std::size_t count = 0;  // elements
   MemorySpace space = MemorySpace::kHost;
-  // The owner's dimensions when it has two or more, else null (1-D): they
-  // point into the owning Tensor and are read only while the op is issued
-  // (the owner is alive then). Slices are 1-D.
+  // The owner's dimensions when it has two or more, or none at all (a 0-d
+  // scalar: `shape` set, dims 0), else null (1-D): they point into the
+  // owning Tensor and are read only while the op is issued (the owner is
+  // alive then). Slices are 1-D.
   const std::int64_t* shape = nullptr;
   std::uint8_t dims = 0;
 
@@ -68,12 +69,24 @@ class Tensor {
   std::size_t bytes() const { return count_ * dtype_size(dtype_); }
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }
+  // The allocation's bytes past the last element -- at least 64, and up to
+  // the next multiple of 64 beyond that -- that belong to no element (empty
+  // for a phantom). Zero unless someone writes there: a process that hands
+  // this tensor's memory to a library can fill them with a pattern and see
+  // whether the library wrote past the end.
+  std::span<std::byte> slack() {
+    if (!storage_) return {};
+    return {storage_.get() + bytes(), allocation_bytes(bytes()) - bytes()};
+  }
 
   TensorView view() {
     TensorView v{storage_.get(), dtype_, count_, MemorySpace::kHost};
     if (shape_.size() >= 2 && shape_.size() <= 255) {
       v.shape = shape_.data();
       v.dims = static_cast<std::uint8_t>(shape_.size());
+    } else if (shape_.empty()) {
+      static constexpr std::int64_t kNoDimensions = 0;
+      v.shape = &kNoDimensions;  // a 0-d tensor
     }
     return v;
   }
@@ -105,6 +118,9 @@ class Tensor {
   }
 
  private:
+  // What the constructor allocates for `bytes` bytes of elements.
+  static std::size_t allocation_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64 + 64; }
+
   Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate);
   void require_memory() const;
 

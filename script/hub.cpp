@@ -70,6 +70,7 @@ struct Hub::Conn {
   std::optional<int> exit_code;
   json exception;          // null: none reported
   std::string fate;        // set once closed
+  bool on_this_host = false;  // came over the Unix socket or from a loopback address: `pid` is this host's
 };
 
 Hub::Hub(HubOptions options, OutputMerge& output) : options_(std::move(options)), output_(output) {
@@ -151,12 +152,17 @@ std::string Hub::recent_other_output() const {
 // ---- I/O --------------------------------------------------------------------
 
 void Hub::accept_one(int listen_fd) {
-  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  sockaddr_storage peer{};
+  socklen_t peer_len = sizeof peer;
+  const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) return;
   const int one = 1;
   if (listen_fd == listen_fd_) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto c = std::make_unique<Conn>();
   c->fd = fd;
+  c->on_this_host = listen_fd != listen_fd_ ||
+                    (peer.ss_family == AF_INET &&
+                     (ntohl(reinterpret_cast<const sockaddr_in&>(peer).sin_addr.s_addr) >> 24) == 127);
   c->nonce = tcp::to_hex(tcp::fresh_nonce());
   conns_.push_back(std::move(c));
   write_to(*conns_.back(), json{{"t", "challenge"}, {"nonce", conns_.back()->nonce}}, {});
@@ -458,8 +464,13 @@ bool Hub::program_gone() {
     children_->reap();
     if (!children_->all_exited()) return false;
   }
-  for (const auto& c : conns_)
+  for (const auto& c : conns_) {
     if (!c->closed) return false;
+    // Its connection closes before a killed process has ended: "no
+    // process outlives the run" waits for the process itself (one on this
+    // host: others are their launcher's).
+    if (c->on_this_host && c->pid > 0 && !remote::process_ended(c->pid)) return false;
+  }
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "backends/remote/child_processes.h"
 #include "backends/torch/torch_backend.h"
 #include "core/error.h"
 #include "scenario/loader.h"
@@ -85,21 +86,11 @@ ScriptOptions recorded(ScriptOptions o, const std::string& name) {
   return o;
 }
 
-// Whether process `pid` has ended: gone, or a zombie (a process the
+// Every process the run saw has ended (gone, or a zombie: a process the
 // program spawned is its parent's, or init's, to reap).
-bool ended(long pid) {
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto paren = line.rfind(')');
-  return paren == std::string::npos || (paren + 2 < line.size() && line[paren + 2] == 'Z');
-}
-
-// Every process the run saw has ended.
 void expect_no_orphans(const ScriptResult& r) {
   EXPECT_FALSE(r.processes.empty());
-  for (long pid : r.processes) EXPECT_TRUE(ended(pid)) << "process " << pid << " outlived the run";
+  for (long pid : r.processes) EXPECT_TRUE(remote::process_ended(pid)) << "process " << pid << " outlived the run";
 }
 
 TEST(ScriptRun, EveryOpOfTheTableRunsAndItsResultsComeBack) {

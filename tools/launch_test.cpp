@@ -40,14 +40,7 @@ struct Launched {
 
 // Whether `pid` still runs: it exists and is not a zombie (whoever adopts
 // an orphan reaps it when it likes).
-bool running(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
-}
+bool running(pid_t pid) { return !collie::remote::process_ended(pid); }
 
 // Whether every pid is gone, waiting up to 5 s for the kernel to finish
 // killing them (a parent-death signal is delivered asynchronously).

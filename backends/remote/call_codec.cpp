@@ -78,7 +78,7 @@ EncodedCall encode_call(const DistCall& c, int rank) {
   json ts = json::array();
   for (const TensorView& t : e.buffers) {
     json one{{"dtype", std::string(dtype_name(t.dtype))}, {"count", t.count}};
-    if (t.shape && t.dims >= 2) one["shape"] = std::vector<std::int64_t>(t.shape, t.shape + t.dims);
+    if (t.shape && (t.dims >= 2 || t.dims == 0)) one["shape"] = std::vector<std::int64_t>(t.shape, t.shape + t.dims);
     ts.push_back(std::move(one));
   }
   h["tensors"] = std::move(ts);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,16 @@ void end_in_background(std::unique_ptr<ChildProcesses> children, double grace_s)
 }
 
 void wait_for_ended_children() { reaper().wait(); }
+
+bool process_ended(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // gone between the two looks
+  // pid (comm) STATE ...: comm may hold spaces and parentheses, the last ')' ends it.
+  const auto paren = line.rfind(')');
+  return paren == std::string::npos || (paren + 2 < line.size() && (line[paren + 2] == 'Z' || line[paren + 2] == 'X'));
+}
 
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));

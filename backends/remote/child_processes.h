@@ -102,6 +102,12 @@ void wait_for_ended_children();
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);
 
+// Whether process `pid` of this host has ended: gone, or a zombie (it exited
+// and waits for its parent, or init, to reap it). A process killed with
+// SIGKILL closes its descriptors before it becomes a zombie: a closed
+// connection alone does not say that it ended.
+bool process_ended(long pid);
+
 // This program's own path (/proc/self/exe), to start more of itself.
 std::string self_executable();
 

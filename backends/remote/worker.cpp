@@ -41,6 +41,24 @@ bool same_bytes(const Tensor& t, const std::vector<std::byte>& b) {
   return s.size() == b.size() && (b.empty() || std::memcmp(s.data(), b.data(), b.size()) == 0);
 }
 
+// The pattern a buffer's slack (the bytes past its last element) holds
+// while the library has it: a write past the end changes it.
+std::byte guard_byte(std::size_t i) { return static_cast<std::byte>(0xC5 ^ ((i * 29) & 0xFF)); }
+
+void fill_guard(Tensor& t) {
+  const std::span<std::byte> g = t.slack();
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = guard_byte(i);
+}
+
+// How far past t's last element the first changed byte of its slack lies
+// (1-based), or 0.
+std::size_t overrun(Tensor& t) {
+  const std::span<std::byte> g = t.slack();
+  for (std::size_t i = 0; i < g.size(); ++i)
+    if (g[i] != guard_byte(i)) return i + 1;
+  return 0;
+}
+
 [[noreturn]] void protocol_error(const std::string& what) { throw std::runtime_error("the controller sent " + what); }
 
 // The controller's connection, for the fatal-signal handler, and whether a
@@ -190,8 +208,13 @@ class Server {
     Tensor buffer;  // shares the op's storage
     std::vector<std::byte> bytes;
   };
-  std::string changed_buffers(const Op& o) const {
+  std::string changed_buffers(Op& o) const {
     const std::string name(o.decoded.call.name());
+    for (std::size_t k = 0; k < o.decoded.tensors.size(); ++k)
+      if (const std::size_t at = overrun(o.decoded.tensors[k]))
+        return name + " wrote past the end of its operand " + std::to_string(k) + " (" +
+               std::to_string(o.decoded.tensors[k].bytes()) + " bytes): byte " + std::to_string(at) +
+               " after its last element changed -- memory the program's buffer does not own";
     for (const auto& [k, bytes] : o.read_only)
       if (!same_bytes(o.decoded.tensors[k], bytes))
         return name + " changed its operand " + std::to_string(k) +
@@ -246,6 +269,7 @@ class Server {
     const json& h = m.head;
     const auto id = h.at("id").get<std::uint64_t>();
     Op o{decode_call(h, m.blobs), Work(), {}};
+    for (Tensor& t : o.decoded.tensors) fill_guard(t);
     try {
       o.decoded.call.group = group_of(h, o.decoded.call);
       // A member may write its outputs; a rank outside the group nothing.

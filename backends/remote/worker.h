@@ -47,9 +47,11 @@ struct WorkerHooks {
 // Connects to COLLIE_CONTROLLER, proves COLLIE_JOB_TOKEN as rank
 // dist.rank() and says that `library` runs the ops, then serves commands.
 // An op whose implementation wrote into a buffer it only reads (a send's, a
-// collective's input, any buffer of a rank outside the group), or into a
-// buffer of an op completed earlier in the run, is answered as failed with
-// a sentence saying so: the controller sees only the outputs.
+// collective's input, any buffer of a rank outside the group), into a
+// buffer of an op completed earlier in the run, or past the end of any of
+// its buffers (each handed over with a guard pattern in the bytes after
+// it), is answered as failed with a sentence saying so: the controller sees
+// only the outputs.
 // While it serves, a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
 // is first told to the controller ({"t":"crashed","signal":N}), then
 // handled as before (the library's handler, or the default).

@@ -114,21 +114,75 @@ def reduce_op(name):
     return ops[name]
 
 
-def to_tensor(spec, blob, strided=False):
-    """The buffer as the program's tensor: shaped as its "shape" (1-D without
-    one) and, for a run that asks for strided views, a non-contiguous view --
-    every other element of a tensor twice as wide in its last dimension --
-    holding the same values."""
-    dtype = DTYPES[spec["dtype"]]
-    shape = list(spec.get("shape") or [spec["count"]])
-    flat = torch.empty(0, dtype=dtype) if spec["count"] == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
-    if not strided:
-        t = flat.clone().reshape(shape)
-        return t if DEVICE is None else t.to(DEVICE)
-    wide = torch.zeros(shape[:-1] + [2 * shape[-1]], dtype=dtype, device=DEVICE)
-    t = wide[..., ::2]
-    t.copy_(flat.reshape(shape))
-    return t
+# A tensor's bytes as integers of its element's width, to compare bits.
+BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+GUARD_BYTES = 64
+
+
+class Buffer:
+    """A program's tensor as the library gets it: shaped as its "shape" (1-D
+    without one), a view into a larger storage -- as a tensor cut from a
+    bucket or a batch is -- at an offset, and for a run that asks for strided
+    views every other element of a tensor twice as wide in its last
+    dimension. The storage's other elements (a guard before the tensor and
+    one after it, and the elements between a strided view's own) hold a
+    pattern, and the view's place (data pointer, shape, strides, offset) is
+    recorded: an op may change neither (damage())."""
+
+    def __init__(self, spec, blob, strided=False):
+        dtype = DTYPES[spec["dtype"]]
+        shape = list(spec["shape"]) if "shape" in spec else [spec["count"]]  # [] is a 0-d tensor
+        n = spec["count"]
+        strided = strided and bool(shape)
+        flat = torch.empty(0, dtype=dtype) if n == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
+        size = torch.empty(0, dtype=dtype).element_size()
+        guard = max(1, GUARD_BYTES // size)
+        inner = 2 * n if strided else n
+        store = torch.empty(guard + inner + guard, dtype=dtype, device=DEVICE)
+        self.bits = store.view(BITS[size])
+        self.bits.copy_(((torch.arange(store.numel(), dtype=torch.int64) * 29 + 0x35) & 0x7F).to(BITS[size]))
+        mark = torch.zeros(store.numel(), dtype=torch.bool, device=DEVICE)
+        self.tensor = self.cut(store, guard, n, shape, strided)
+        self.cut(mark, guard, n, shape, strided).fill_(True)
+        self.outside = ~mark
+        self.first, self.end = guard, guard + inner  # the tensor's span of the storage
+        self.tensor.copy_(flat.reshape(shape))
+        self.pattern = self.bits[self.outside].clone()
+        self.place = self.where()
+
+    @staticmethod
+    def cut(store, guard, n, shape, strided):
+        if not strided:
+            return store[guard:guard + n].view(shape)
+        return store[guard:guard + 2 * n].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
+
+    def where(self):
+        t = self.tensor
+        return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+    def damage(self):
+        """What the op did to the storage around the tensor, or to the
+        tensor's place (a sentence), or None."""
+        now = self.where()
+        if now != self.place:
+            (p0, s0, st0, o0), (p1, s1, st1, o1) = self.place, now
+            if (p0, o0) != (p1, o1):
+                return ("moved the tensor to other memory (its data_ptr() was %#x at offset %d, is %#x at offset %d): "
+                        "the program's storage never sees the result" % (p0, o0, p1, o1))
+            return ("changed the tensor's shape or strides from %s / %s to %s / %s: an op writes into the tensor it is "
+                    "given, as it is" % (list(s0), list(st0), list(s1), list(st1)))
+        outside = self.bits[self.outside]
+        if torch.equal(outside, self.pattern):
+            return None
+        at = int((outside != self.pattern).nonzero()[0][0])
+        index = int(self.outside.nonzero()[at][0])  # the changed element's place in the storage
+        if index < self.first:
+            where = "%d elements before its first" % (self.first - index)
+        elif index >= self.end:
+            where = "%d elements past its last" % (index - self.end + 1)
+        else:
+            where = "between its elements (the strided view's gaps)"
+        return "wrote into memory around the tensor that is not its own: an element %s changed" % where
 
 
 def rows(splits, t):
@@ -143,7 +197,7 @@ def rows(splits, t):
 
 
 def to_bytes(t):
-    t = t.detach().cpu().contiguous()
+    t = t.detach().cpu().contiguous().reshape(-1)  # a 0-d tensor has no byte view of its own
     if t.numel() == 0:
         return b""
     return t.view(torch.uint8).numpy().tobytes()
@@ -391,8 +445,9 @@ class Worker:
         while self.kept and (len(self.kept) > self.KEPT_TENSORS or self.kept_bytes > self.KEPT_BYTES):
             self.kept_bytes -= len(self.kept.popleft()[4])
 
-    def complete(self, op_id, head, work, tensors, source, group, blobs):
+    def complete(self, op_id, head, work, buffers, source, group, blobs):
         op = head["op"]
+        tensors = [b.tensor for b in buffers]
         writes = [k for k in head.get("writes", []) if k < len(tensors)]
         said_done_with = None  # the outputs when the Work said is_completed() before wait()
         try:
@@ -424,6 +479,11 @@ class Worker:
         except Exception as e:  # noqa: BLE001 -- the library's own error, reported as is
             self.reply_error(op_id, e)
             return
+        for k, b in enumerate(buffers):
+            damage = b.damage()
+            if damage:
+                self.reply_error(op_id, RuntimeError("collie: %s, on its operand %d, %s" % (op, k, damage)))
+                return
         now = [to_bytes(t) for t in tensors]  # once: the checks, the kept copies and the answer
         if said_done_with is not None and said_done_with != [now[k] for k in writes]:
             self.reply_error(op_id, RuntimeError(
@@ -443,7 +503,8 @@ class Worker:
 
     def op(self, head, blobs):
         op_id = head["id"]
-        tensors = [to_tensor(spec, blob, self.strided) for spec, blob in zip(head["tensors"], blobs)]
+        buffers = [Buffer(spec, blob, self.strided) for spec, blob in zip(head["tensors"], blobs)]
+        tensors = [b.tensor for b in buffers]
         try:
             work, source = self.issue(head, tensors)
         except Exception as e:  # noqa: BLE001
@@ -453,9 +514,9 @@ class Worker:
             return
         group = self.groups.get(head.get("group", 0))
         if head.get("async", False):
-            self.handles[op_id] = (head, work, tensors, source, group, blobs)
+            self.handles[op_id] = (head, work, buffers, source, group, blobs)
             return
-        self.complete(op_id, head, work, tensors, source, group, blobs)
+        self.complete(op_id, head, work, buffers, source, group, blobs)
 
     def serve(self):
         while True:
@@ -474,8 +535,8 @@ class Worker:
                 if head["id"] in self.answered:  # it failed when issued: answered already
                     self.answered.discard(head["id"])
                     continue
-                h, work, tensors, source, group, blobs = self.handles.pop(head["id"])
-                self.complete(head["id"], h, work, tensors, source, group, blobs)
+                h, work, buffers, source, group, blobs = self.handles.pop(head["id"])
+                self.complete(head["id"], h, work, buffers, source, group, blobs)
             elif t == "sync":
                 self.link.write({"t": "synced", "id": head.get("id", 0)})
             elif t == "bench":
