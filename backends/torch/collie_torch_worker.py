@@ -117,17 +117,30 @@ def reduce_op(name):
 # A tensor's bytes as integers of its element's width, to compare bits.
 BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 GUARD_BYTES = 64
+_PATTERNS = {}
+
+
+def guard_pattern(bits, n, device):
+    """n elements of the guard pattern (a value that depends on the place),
+    as integers of type `bits`: one long pattern per type, sliced."""
+    key = (bits, device)
+    p = _PATTERNS.get(key)
+    if p is None or p.numel() < n:
+        p = ((torch.arange(max(n, 1 << 16), dtype=torch.int64) * 29 + 0x35) & 0x7F).to(bits)
+        p = p if device is None else p.to(device)
+        _PATTERNS[key] = p
+    return p[:n]
 
 
 class Buffer:
     """A program's tensor as the library gets it: shaped as its "shape" (1-D
-    without one), a view into a larger storage -- as a tensor cut from a
-    bucket or a batch is -- at an offset, and for a run that asks for strided
-    views every other element of a tensor twice as wide in its last
-    dimension. The storage's other elements (a guard before the tensor and
-    one after it, and the elements between a strided view's own) hold a
-    pattern, and the view's place (data pointer, shape, strides, offset) is
-    recorded: an op may change neither (damage())."""
+    without one, [] for a 0-d scalar), a view into a larger storage -- as a
+    tensor cut from a bucket or a batch is -- at an offset, and for a run
+    that asks for strided views every other element of a tensor twice as
+    wide in its last dimension. The storage's other elements (a guard before
+    the tensor and one after it, and the elements between a strided view's
+    own) hold a pattern, and the view's place (data pointer, shape, strides,
+    offset) is recorded: an op may change neither (damage())."""
 
     def __init__(self, spec, blob, strided=False):
         dtype = DTYPES[spec["dtype"]]
@@ -140,21 +153,18 @@ class Buffer:
         inner = 2 * n if strided else n
         store = torch.empty(guard + inner + guard, dtype=dtype, device=DEVICE)
         self.bits = store.view(BITS[size])
-        self.bits.copy_(((torch.arange(store.numel(), dtype=torch.int64) * 29 + 0x35) & 0x7F).to(BITS[size]))
-        mark = torch.zeros(store.numel(), dtype=torch.bool, device=DEVICE)
-        self.tensor = self.cut(store, guard, n, shape, strided)
-        self.cut(mark, guard, n, shape, strided).fill_(True)
-        self.outside = ~mark
+        self.pattern = guard_pattern(BITS[size], store.numel(), DEVICE)
+        self.bits.copy_(self.pattern)
         self.first, self.end = guard, guard + inner  # the tensor's span of the storage
+        if strided:
+            self.tensor = store[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
+            self.gaps = self.bits[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
+            self.gaps_pattern = self.pattern[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
+        else:
+            self.tensor = store[guard:guard + n].view(shape)
+            self.gaps = None
         self.tensor.copy_(flat.reshape(shape))
-        self.pattern = self.bits[self.outside].clone()
         self.place = self.where()
-
-    @staticmethod
-    def cut(store, guard, n, shape, strided):
-        if not strided:
-            return store[guard:guard + n].view(shape)
-        return store[guard:guard + 2 * n].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
 
     def where(self):
         t = self.tensor
@@ -171,17 +181,17 @@ class Buffer:
                         "the program's storage never sees the result" % (p0, o0, p1, o1))
             return ("changed the tensor's shape or strides from %s / %s to %s / %s: an op writes into the tensor it is "
                     "given, as it is" % (list(s0), list(st0), list(s1), list(st1)))
-        outside = self.bits[self.outside]
-        if torch.equal(outside, self.pattern):
-            return None
-        at = int((outside != self.pattern).nonzero()[0][0])
-        index = int(self.outside.nonzero()[at][0])  # the changed element's place in the storage
-        if index < self.first:
-            where = "%d elements before its first" % (self.first - index)
-        elif index >= self.end:
-            where = "%d elements past its last" % (index - self.end + 1)
-        else:
+        before, after = self.bits[:self.first], self.bits[self.end:]
+        if not torch.equal(before, self.pattern[:self.first]):
+            at = int((before != self.pattern[:self.first]).nonzero()[0][0])
+            where = "%d elements before its first" % (self.first - at)
+        elif not torch.equal(after, self.pattern[self.end:]):
+            at = int((after != self.pattern[self.end:]).nonzero()[0][0])
+            where = "%d elements past its last" % (at + 1)
+        elif self.gaps is not None and not torch.equal(self.gaps, self.gaps_pattern):
             where = "between its elements (the strided view's gaps)"
+        else:
+            return None
         return "wrote into memory around the tensor that is not its own: an element %s changed" % where
 
 
