@@ -14,6 +14,13 @@
  *                     more ranks that is not a power of two
  *   reduce_sendbuf    MPI_Reduce off the root flips a bit of its send buffer
  *                     (MPI only reads it; torch leaves that tensor unspecified)
+ *   allgather_six     MPI_Allgather on 6 (or another even, not power-of-two
+ *                     count of 6 or more) ranks swaps the blocks of ranks 1 and 2
+ *   send_subgroup     MPI_Send on a communicator whose members are not world
+ *                     ranks 0..k-1 takes its destination for a world rank
+ *   bcast_overrun     MPI_Bcast off the root writes up to the next 8-byte
+ *                     boundary past the end of a buffer whose length is not a
+ *                     multiple of 8
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdlib.h>
@@ -24,7 +31,19 @@ static int bug_is(const char* name) {
   return b && strcmp(b, name) == 0;
 }
 
+static int is_world_prefix(MPI_Comm comm);
+
 int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  if (bug_is("send_subgroup") && comm != MPI_COMM_WORLD && dest >= 0 && !is_world_prefix(comm)) {
+    MPI_Group g, w;
+    int as_comm = MPI_UNDEFINED;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &w);
+    PMPI_Group_translate_ranks(w, 1, &dest, g, &as_comm);  /* dest read as a world rank */
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&w);
+    if (as_comm != MPI_UNDEFINED) dest = as_comm;
+  }
   int rc = PMPI_Send(buf, count, type, dest, tag, comm);
   if (rc == MPI_SUCCESS && count > 0 && bug_is("send_buffer")) ((unsigned char*)buf)[0] ^= 1;
   return rc;
@@ -33,6 +52,21 @@ int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, M
 int MPI_Allgather(const void* in, int in_count, MPI_Datatype in_type, void* out, int out_count,
                   MPI_Datatype out_type, MPI_Comm comm) {
   int rc = PMPI_Allgather(in, in_count, in_type, out, out_count, out_type, comm);
+  int size;
+  PMPI_Comm_size(comm, &size);
+  if (rc == MPI_SUCCESS && out_count > 0 && bug_is("allgather_six") && size >= 6 && size % 2 == 0 &&
+      (size & (size - 1)) != 0) {
+    int type_size;
+    PMPI_Type_size(out_type, &type_size);
+    const size_t block = (size_t)out_count * (size_t)type_size;
+    unsigned char* b1 = (unsigned char*)out + block;
+    unsigned char* b2 = b1 + block;
+    for (size_t i = 0; i < block; ++i) {
+      const unsigned char t = b1[i];
+      b1[i] = b2[i];
+      b2[i] = t;
+    }
+  }
   if (rc == MPI_SUCCESS && in_count > 0 && in != MPI_IN_PLACE && bug_is("allgather_input"))
     ((unsigned char*)in)[0] ^= 1;
   return rc;
@@ -63,6 +97,17 @@ int MPI_Barrier(MPI_Comm comm) {
     if (size >= 3 && (size & (size - 1)) != 0) return MPI_SUCCESS;
   }
   return PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  int rc = PMPI_Bcast(buf, count, type, root, comm);
+  int me, type_size;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Type_size(type, &type_size);
+  const size_t bytes = (size_t)count * (size_t)type_size;
+  if (rc == MPI_SUCCESS && bug_is("bcast_overrun") && me != root && bytes % 8 != 0)
+    memset((unsigned char*)buf + bytes, 0xA5, (bytes + 7) / 8 * 8 - bytes);
+  return rc;
 }
 
 int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
