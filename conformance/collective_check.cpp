@@ -172,9 +172,15 @@ CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<Co
       // Members only: a rank outside the group also makes the call (and is
       // answered not_member), and counting it let a barrier that released
       // its members at once pass whenever the outsiders called first.
-      if (is_barrier(cases[k]) &&
-          std::find(member_list.begin(), member_list.end(), comm.rank()) != member_list.end())
-        ++entered[k];
+      const bool member = std::find(member_list.begin(), member_list.end(), comm.rank()) != member_list.end();
+      if (is_barrier(cases[k]) && member) ++entered[k];
+      // An async barrier issued before its late member called it cannot
+      // have completed yet: a rank's worker checks the library's handle
+      // (a Work.is_completed() that said True at once passed).
+      // The late member's own call not yet made here (entered counts the
+      // calls made so far) keeps a rank the machine stalled out of it.
+      call.must_be_pending = is_barrier(cases[k]) && cases[k].async_op && member && cases[k].late_rank >= 0 &&
+                             cases[k].late_rank != comm.rank() && entered[k] < member_list.size();
       works.push_back(dispatch(comm, call));
       recorder.issued(works.back());
     }

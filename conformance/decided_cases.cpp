@@ -75,6 +75,26 @@ void unsorted_groups_and_async_forms(std::vector<DecidedCase>& out) {
                                kUnsortedWorld, {c}));
     }
   }
+  // Every kind in flight at once on one group, waited for in order (an
+  // MPI whose async collective started while another kind was pending on
+  // the communicator never wrote its outputs: two kinds were never
+  // outstanding together).
+  {
+    std::vector<CollectiveCase> all;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const OpSpec& s = op_spec(ops[i]);
+      if (!s.async) continue;
+      CollectiveCase c = case_of(ops[i]);
+      c.group = kUnsorted;
+      c.root = kUnsortedRoot;
+      c.count = 11;
+      c.reduce_op = reduce_op_for(i + 1);
+      c.async_op = true;
+      c.data_seed = 180 + i;
+      all.push_back(c);
+    }
+    out.push_back(collective("async_forms", "every_kind_in_flight_at_once", kUnsortedWorld, std::move(all)));
+  }
   // The async forms on the whole world too, the job's own (an MPI runs them
   // on MPI_COMM_WORLD: an MPI_Iallgather wrong there alone passed, every
   // other async case being on a communicator made for it).
@@ -107,6 +127,9 @@ void sizes(std::vector<DecidedCase>& out) {
     async.async_op = true;
     async.root = 2;
     async.data_seed += 50;
+    // float32 there (an MPI_Iallreduce of float32 wrong from 16 Ki elements
+    // on passed: every async float32 case had 1,001 elements at most).
+    async.dtype = DType::kFloat32;
     out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c, async}));
   }
   // Groups of five: every other fixed case has four members or fewer, so a
@@ -151,7 +174,11 @@ void sizes(std::vector<DecidedCase>& out) {
       c.data_seed = (whole ? 700 : 600) + i;
       CollectiveCase async = c;
       async.async_op = true;
-      async.root = 6;
+      // Async at a middle member on six (an MPI_Ireduce or MPI_Igather
+      // that dropped a middle root's own part passed: every async root of a
+      // group that is not a power of two was its last member), at the last
+      // one on seven.
+      async.root = whole ? 6 : 3;
       async.data_seed += 50;
       out.push_back(collective("sizes", name_of(ops[i]) + (whole ? "_1001_on_seven" : "_1001_on_six_of_seven"), 7,
                                {c, async}));
@@ -297,13 +324,14 @@ void reduce_edges(std::vector<DecidedCase>& out) {
         if (reduce_op_unsupported(static_cast<ReduceOp>(op), dt)) continue;
         CollectiveCase c = call(dt, static_cast<ReduceOp>(op), three);
         c.edges = true;
+        // Past 64 elements, where a library's vector loop runs (an int64
+        // MIN/MAX compared unsigned there only, and a uint8 one compared
+        // signed, passed 37); int32 and int64 with seeds of their own (the
+        // cases before them keep theirs).
+        c.count = 131;
         if (dt == DType::kInt32 || dt == DType::kInt64) {
-          // Seeds of their own (the cases before them keep theirs), and past
-          // 64 elements, where a library's vector loop runs (an int64
-          // MIN/MAX compared unsigned there only passed 37).
           --seed;
           c.data_seed = ++wide_seed;
-          c.count = 131;
         }
         out.push_back(collective("reduce_edges",
                                  name_of(k) + "_" + std::string(dtype_name(dt)) + "_edges_" +
@@ -332,6 +360,14 @@ void point_to_point(std::vector<DecidedCase>& out) {
                                                      context);
                              }));
     }
+    // Empty messages, each sender on a tag of its own: the source is all
+    // a receive of nothing says (an MPI that left MPI_SOURCE as the caller
+    // had it for an empty receive passed: empty receives were in batches,
+    // which report no source).
+    out.push_back(targeted("any_source", std::string(async ? "irecv" : "recv") + "_empty_in_subgroup", kUnsortedWorld,
+                           [async](const RunOnEveryRank& run, const std::string& context) {
+                             return run_empty_sources(run, kUnsortedWorld, kUnsorted, kUnsortedRoot, async, context);
+                           }));
     // Floating values a quarter above integers (an any-source receive that
     // carried them through an integer passed: every other was int64).
     out.push_back(targeted("any_source", std::string(async ? "irecv" : "recv") + "_in_subgroup_float64",
@@ -418,6 +454,17 @@ void barriers(std::vector<DecidedCase>& out) {
   };
   back_to_back("barrier_after_barrier_world", 4, {}, false, 2);
   back_to_back("barrier_after_barrier_async_in_subgroup", kUnsortedWorld, kUnsorted, true, 1);
+  // And right after point-to-point traffic on the same group (a barrier
+  // whose state a send or receive had just moved, released at once, passed:
+  // every other barrier case ran on a group that had carried no p2p).
+  // 300 ms: a library's rank process answers well within it, collie's core
+  // in one.
+  for (bool async : {false, true}) {
+    out.push_back(targeted("barrier_entry", std::string("barrier_after_p2p") + (async ? "_async" : "") + "_in_subgroup",
+                           kUnsortedWorld, [async](const RunOnEveryRank& run, const std::string& context) {
+                             return run_barrier_after_p2p(run, kUnsortedWorld, kUnsorted, 2, 300'000'000, async, context);
+                           }));
+  }
 }
 
 void call_timeout(std::vector<DecidedCase>& out) {
@@ -433,6 +480,15 @@ void call_timeout(std::vector<DecidedCase>& out) {
     d.ends_job = true;
     out.push_back(std::move(d));
   }
+  // A group's own timeout on a receive (every timeout case ran on groups
+  // whose timeout was the run's, or on collectives).
+  DecidedCase d = targeted("call_timeout", "recv_on_a_group_with_its_own_timeout", 3,
+                           [](const RunOnEveryRank& run, const std::string& context) {
+                             return run_group_timeout(run, 3, {2, 0}, 2, 300'000'000, 5'000'000'000, context);
+                           });
+  d.needs_timeouts = true;
+  d.ends_job = true;
+  out.push_back(std::move(d));
 }
 
 }  // namespace

@@ -264,6 +264,30 @@ class BarrierAfterBarrierAtOnce final : public ForwardingDist {
   const void* last_ = nullptr;
 };
 
+// A barrier returns at once when the last call on its group was a send or a
+// receive.
+class BarrierAfterP2PAtOnce final : public ForwardingDist {
+ public:
+  using ForwardingDist::ForwardingDist;
+  Work isend(TensorView t, int dst, int tag, const Group& g) override {
+    p2p_on_ = g.state();
+    return d_.isend(t, dst, tag, g);
+  }
+  Work irecv(TensorView t, int src, int tag, const Group& g) override {
+    p2p_on_ = g.state();
+    return d_.irecv(t, src, tag, g);
+  }
+  Work barrier(const Group& g, CollectiveOptions o) override {
+    const bool after_p2p = p2p_on_ && p2p_on_ == g.state();
+    p2p_on_ = nullptr;
+    if (after_p2p) return completed_work(&executor(), false, "barrier");
+    return d_.barrier(g, o);
+  }
+
+ private:
+  const void* p2p_on_ = nullptr;
+};
+
 // all_gather on a group of six swaps the blocks of group ranks 1 and 2.
 class AllGatherSwapsOnSix final : public ForwardingDist {
  public:
@@ -452,6 +476,14 @@ TEST(BrokenDists, BarrierReturningAtOnceAfterABarrierFailsBackToBack) {
     EXPECT_NE(outcomes.at(name).failure.find(" left the barrier when "), std::string::npos) << name;
   }
   EXPECT_EQ(outcomes.at("barrier_entry/barrier_world").failure, "");
+}
+
+TEST(BrokenDists, BarrierReturningAtOnceAfterP2PFailsBarrierAfterP2P) {
+  const auto outcomes = run_feature<BarrierAfterP2PAtOnce>("barrier_entry");
+  for (const char* name : {"barrier_entry/barrier_after_p2p_in_subgroup", "barrier_entry/barrier_after_p2p_async_in_subgroup"}) {
+    EXPECT_NE(outcomes.at(name).failure.find(" left the barrier when "), std::string::npos) << name;
+  }
+  EXPECT_EQ(outcomes.at("barrier_entry/barrier_in_subgroup").failure, "");
 }
 
 TEST(BrokenDists, AllGatherWrongOnSixMembersFailsTheGroupOfSix) {

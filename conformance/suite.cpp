@@ -28,6 +28,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `c` blocking, then the same call async at `async_root` with its own data.
+std::vector<CollectiveCase> then_async(const CollectiveCase& c, int async_root) {
+  CollectiveCase async = c;
+  async.async_op = true;
+  async.root = async_root;
+  async.data_seed += 5;
+  return {c, async};
+}
+
 std::string first_lines(const std::string& s, int n) {
   std::string out;
   int lines = 0;
@@ -435,11 +444,15 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   // The same values moved, not reduced: every bit is the program's there (a
   // broadcast that turned -0.0 into 0.0 never met a signed zero).
   {
-    const std::pair<CollectiveKind, DType> moved[] = {{CollectiveKind::kBroadcast, DType::kFloat16},
-                                                      {CollectiveKind::kScatter, DType::kBFloat16},
-                                                      {CollectiveKind::kGather, DType::kFloat32},
-                                                      {CollectiveKind::kAllGather, DType::kFloat64},
-                                                      {CollectiveKind::kAllToAll, DType::kFloat32}};
+    // Each collective in float32 (what every library moves) and in one more
+    // width (a bfloat16-only case was skipped wherever bfloat16 is refused,
+    // and a scatter turning -0.0 into +0.0 passed there).
+    const std::pair<CollectiveKind, DType> moved[] = {
+        {CollectiveKind::kBroadcast, DType::kFloat32}, {CollectiveKind::kBroadcast, DType::kFloat16},
+        {CollectiveKind::kScatter, DType::kFloat32},   {CollectiveKind::kScatter, DType::kBFloat16},
+        {CollectiveKind::kGather, DType::kFloat32},    {CollectiveKind::kGather, DType::kFloat64},
+        {CollectiveKind::kAllGather, DType::kFloat32}, {CollectiveKind::kAllGather, DType::kFloat64},
+        {CollectiveKind::kAllToAll, DType::kFloat32},  {CollectiveKind::kAllToAll, DType::kFloat16}};
     for (const auto& [k, dt] : moved) {
       CollectiveCase c;
       c.op = k;
@@ -550,14 +563,110 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.count = k == CollectiveKind::kReduceScatter ? 50001 : 100003;
       c.data_seed = static_cast<std::uint64_t>(83000 + static_cast<int>(k) * 100 + static_cast<int>(op) * 10 +
                                                 static_cast<int>(dt));
-      CollectiveCase async = c;
-      async.async_op = true;
-      async.root = 1;
-      async.data_seed += 5;
       fixed_case("large_messages",
                  collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
-                 {c, async}, 5, "world 5, group {3,0,4,1}");
+                 then_async(c, 1), 5, "world 5, group {3,0,4,1}");
     }
+  }
+  // Past 8-16 KiB on five members of seven (not a power of two), blocking
+  // at one middle root, then async at another: an MPI_Ibcast or
+  // MPI_Ireduce_scatter_block wrong there, a bool Ibcast past 64 elements,
+  // an int64 all_reduce past 2 Ki elements, passed (no async collective on
+  // five or more members moved more than 8 KiB).
+  for (const auto& [k, dt] : {std::pair{CollectiveKind::kBroadcast, DType::kBool},
+                              std::pair{CollectiveKind::kAllReduce, DType::kInt64},
+                              std::pair{CollectiveKind::kReduce, DType::kFloat32},
+                              std::pair{CollectiveKind::kReduceScatter, DType::kInt32},
+                              std::pair{CollectiveKind::kGather, DType::kFloat64},
+                              std::pair{CollectiveKind::kAllGather, DType::kInt32}}) {
+    const bool blocks = k == CollectiveKind::kReduceScatter || k == CollectiveKind::kGather ||
+                        k == CollectiveKind::kAllGather;
+    CollectiveCase c;
+    c.op = k;
+    c.dtype = dt;
+    c.group = {6, 2, 0, 5, 3};
+    c.root = 5;
+    c.count = blocks ? 4099 : 20003;
+    c.data_seed = static_cast<std::uint64_t>(88000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
+    fixed_case("large_messages", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_on_five_of_seven",
+               then_async(c, 3), 7, "world 7, group {0,2,3,5,6} (named {6,2,0,5,3})");
+  }
+  // Large 8-bit MIN/MAX (a uint8 MAX that compared bytes as signed from
+  // 1,024 elements on was reached by one random case).
+  for (const auto& [k, dt, op] : {std::tuple{CollectiveKind::kAllReduce, DType::kUInt8, ReduceOp::kMax},
+                                  std::tuple{CollectiveKind::kReduce, DType::kInt8, ReduceOp::kMin},
+                                  std::tuple{CollectiveKind::kReduceScatter, DType::kUInt8, ReduceOp::kMin}}) {
+    CollectiveCase c;
+    c.op = k;
+    c.dtype = dt;
+    c.reduce_op = op;
+    c.group = {3, 0, 4, 1};
+    c.root = 4;
+    c.count = 4099;
+    c.data_seed = static_cast<std::uint64_t>(84000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
+    fixed_case("large_messages",
+               collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
+               then_async(c, 1), 5, "world 5, group {3,0,4,1}");
+  }
+  // Two calls of one collective in flight on one group, with different
+  // reduce ops or roots (a library that reused the first call's op or root
+  // for the second was caught by collective_dtypes alone).
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kBroadcast,
+                           CollectiveKind::kReduceScatter}) {
+    CollectiveCase first;
+    first.op = k;
+    first.dtype = DType::kInt32;
+    first.reduce_op = ReduceOp::kMax;
+    first.group = {4, 1, 3};
+    first.root = 4;
+    first.count = 13;
+    first.async_op = true;
+    first.data_seed = static_cast<std::uint64_t>(85000 + static_cast<int>(k) * 10);
+    CollectiveCase second = first;
+    second.reduce_op = ReduceOp::kSum;
+    second.root = 1;
+    second.data_seed += 1;
+    fixed_case("async_forms", "two_" + collective_name(k) + "s_in_flight", {first, second}, 5,
+               "world 5, group {4,1,3}");
+  }
+  // Every collective on a group of one in a larger world: the outputs that
+  // need a copy still get it (a library that returned at once there was
+  // caught by random cases only).
+  for (CollectiveKind k : kinds) {
+    CollectiveCase c;
+    c.op = k;
+    c.group = {2};
+    c.root = 2;
+    c.count = 7;
+    c.dtype = DType::kFloat32;
+    c.tensor_form = k == CollectiveKind::kAllToAll;
+    c.data_seed = static_cast<std::uint64_t>(86000 + static_cast<int>(k));
+    fixed_case("edge_cases", collective_name(k) + "_on_a_group_of_one", {c}, 4, "world 4, group {2}");
+  }
+  // One group's op waited for while another group's later op has finished
+  // (a wait() that returned once any later op of the rank had completed
+  // passed: every case waited in an order its ops completed in).
+  {
+    CollectiveCase slow;
+    slow.op = CollectiveKind::kAllReduce;
+    slow.group = {0, 1};
+    slow.count = 9;
+    slow.dtype = DType::kInt64;
+    slow.async_op = true;
+    slow.late_rank = 1;
+    slow.late_ns = 500'000'000;
+    slow.data_seed = 87000;
+    CollectiveCase quick = slow;
+    quick.group = {0, 2};
+    quick.late_rank = -1;
+    quick.late_ns = 0;
+    quick.data_seed = 87001;
+    // A blocking barrier on {0,2} after them: by the time rank 0 waits for
+    // the slow op, the quick one has surely completed.
+    CollectiveCase after;
+    after.op = CollectiveKind::kBarrier;
+    after.group = {0, 2};
+    fixed_case("groups", "wait_for_a_slow_group", {slow, quick, after}, 3, "world 3, groups {0,1} then {0,2}");
   }
   // Empty tensors in a group that is not 0..k-1, blocking and async, one
   // case per collective (edge/count_zero.yaml has them on the world only:
@@ -627,21 +736,30 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   }
 
   // float32 and float64 sums whose inputs use every bit of the dtype's
-  // mantissa, two contributors (one rounding: checked exactly), through
-  // all_reduce, reduce and reduce_scatter: every other float32/float64 case
-  // sums small integers, which a library summing float64 in float32 gets
-  // right.
-  for (DType dt : {DType::kFloat32, DType::kFloat64}) {
-    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
-      CollectiveCase c;
-      c.op = k;
-      c.dtype = dt;
-      c.reduce_op = ReduceOp::kSum;
-      c.count = 257;
-      c.root = 1;
-      c.rounding = true;
-      c.data_seed = static_cast<std::uint64_t>(9500 + static_cast<int>(dt) * 10 + static_cast<int>(k));
-      fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM", {c}, 2);
+  // mantissa through all_reduce, reduce and reduce_scatter: every other
+  // float32/float64 case sums small integers, which a library summing
+  // float64 in float32 gets right. Two contributors (one rounding: checked
+  // exactly), then five (judged by the rounding their orders allow: a
+  // float64 SUM carried out in float32 from three contributors on passed
+  // the two-contributor cases).
+  struct SumShape {
+    int world, root, seed;
+    const char* suffix;
+  };
+  for (const SumShape& shape : {SumShape{2, 1, 9500, ""}, SumShape{5, 3, 9700, "_on_five"}}) {
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+      for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+        CollectiveCase c;
+        c.op = k;
+        c.dtype = dt;
+        c.reduce_op = ReduceOp::kSum;
+        c.count = 257;
+        c.root = shape.root;
+        c.rounding = true;
+        c.data_seed = static_cast<std::uint64_t>(shape.seed + static_cast<int>(dt) * 10 + static_cast<int>(k));
+        fixed_case("rounding", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_SUM" + shape.suffix, {c},
+                   shape.world);
+      }
     }
   }
   // MIN and MAX of the same full-mantissa values on three ranks, exact

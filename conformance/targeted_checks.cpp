@@ -31,6 +31,35 @@ int group_rank(const std::vector<int>& members, int global) {
   return static_cast<int>(std::lower_bound(members.begin(), members.end(), global) - members.begin());
 }
 
+// What to add when a receive reports `source` for `sender`'s message: the
+// common slip, a group rank where torch reports the global one, named.
+std::string group_rank_hint(const std::vector<int>& members, int sender, int source) {
+  if (source != group_rank(members, sender)) return "";
+  return ": the source is the sender's group rank; torch reports the global rank (dist.recv returns it; rank " +
+         std::to_string(sender) + " is group rank " + std::to_string(source) + ")";
+}
+
+std::string ms_text(Nanos ns) { return std::to_string(ns / 1'000'000) + " ms"; }
+
+// One call that is expected to fail at a deadline: whether it failed, with
+// what, and after how long from `t0` (the executor's clock before the call
+// was made).
+struct TimedCall {
+  bool failed = false;
+  std::string error;
+  Nanos elapsed = -1;
+};
+
+Task<void> await_timed(Executor& e, Nanos t0, Work w, TimedCall& out) {
+  try {
+    co_await w;
+  } catch (const std::exception& x) {
+    out.failed = true;
+    out.error = x.what();
+  }
+  out.elapsed = e.now() - t0;
+}
+
 // Element x of message i from `sender`: who sent it and which it is can be
 // read back from any element.
 std::int64_t message_value(int sender, int i, std::size_t x) {
@@ -144,10 +173,7 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
     if (r.source != sender) {
       std::string why = receive + " reports source " + std::to_string(r.source) + ", but it holds rank " +
                         std::to_string(sender) + "'s message " + std::to_string(index);
-      if (r.source == group_rank(members, sender))
-        why += ": the source is the sender's group rank; torch reports the global rank (dist.recv returns "
-               "it; rank " + std::to_string(sender) + " is group rank " + std::to_string(r.source) + ")";
-      fail(why);
+      fail(why + group_rank_hint(members, sender, r.source));
       break;
     }
     for (std::size_t x = 0; x < count; ++x)
@@ -168,6 +194,50 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int /*world*/, const std::
     if (out.failure.empty() && s != receiver && next[s] != per_sender)
       fail("rank " + std::to_string(s) + "'s messages arrived " + std::to_string(next[s]) + " times of " +
            std::to_string(per_sender));
+  return out;
+}
+
+CaseOutcome run_empty_sources(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int receiver,
+                              bool async, const std::string& context) {
+  const std::vector<int> members = sorted(named);
+  const std::string what = std::string(async ? "irecv" : "recv") + " of an empty message from any source by rank " +
+                           std::to_string(receiver) + " on " + list_of(members) + " (named " + list_of(named) +
+                           "), each member sending on tag 100 + its rank";
+  std::vector<std::pair<int, int>> got;  // (the sender the tag names, the source reported)
+  auto program = [&](Dist& c) -> Task<void> {
+    const Group g = c.new_group(named, 0, "empty_sources");
+    const int me = c.rank();
+    if (!std::binary_search(members.begin(), members.end(), me)) co_return;
+    if (me != receiver) {
+      Tensor nothing(DType::kInt64, {0});
+      co_await c.send(nothing, receiver, 100 + me, g);
+      co_return;
+    }
+    std::vector<Tensor> in;
+    std::vector<int> senders;
+    for (int s : members)
+      if (s != receiver) senders.push_back(s);
+    for (std::size_t k = 0; k < senders.size(); ++k) in.emplace_back(DType::kInt64, std::vector<std::int64_t>{0});
+    std::vector<Work> recvs;
+    for (std::size_t k = 0; k < senders.size(); ++k) {
+      recvs.push_back(async ? c.irecv(in[k], kAnySource, 100 + senders[k], g)
+                            : c.recv(in[k], kAnySource, 100 + senders[k], g));
+      if (!async) co_await recvs.back();
+    }
+    co_await wait_all(recvs);
+    for (std::size_t k = 0; k < senders.size(); ++k) got.emplace_back(senders[k], recvs[k].source_rank());
+  };
+  const RunResult res = run(program);
+  if (!res.ok()) return failed_run(res, with_context(what, context));
+  CaseOutcome out;
+  for (const auto& [sender, source] : got)
+    if (source != sender) {
+      out.failure = with_context(what + ": the receive on tag " + std::to_string(100 + sender) + " reports source " +
+                                     std::to_string(source) + ", but only rank " + std::to_string(sender) +
+                                     " sends on that tag" + group_rank_hint(members, sender, source),
+                                 context);
+      break;
+    }
   return out;
 }
 
@@ -295,10 +365,73 @@ CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector
   return out;
 }
 
+CaseOutcome run_barrier_after_p2p(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int late,
+                                  Nanos late_ns, bool async, const std::string& context) {
+  const std::vector<int> members = sorted(named);
+  const int n = static_cast<int>(members.size());
+  const std::string what = std::string("barrier()") + (async ? " async" : "") + " on " + list_of(members) + " (named " +
+                           list_of(named) + ") right after isend/irecv around it, rank " + std::to_string(late) +
+                           " entering " + std::to_string(late_ns / 1'000'000) + " ms late";
+  std::size_t entered = 0;  // members that have called the barrier (every rank's program runs in this process)
+  std::string left_early;
+  auto program = [&](Dist& c) -> Task<void> {
+    const Group g = c.new_group(named, 0, "p2p_then_barrier");
+    const int me = c.rank();
+    const auto at = std::find(members.begin(), members.end(), me);
+    if (at == members.end()) co_return;
+    const int p = static_cast<int>(at - members.begin());
+    Tensor out = message(me, 0, 4);
+    Tensor in(DType::kInt64, {4});
+    std::vector<Work> w = {c.irecv(in, members[static_cast<std::size_t>((p + n - 1) % n)], 5, g),
+                           c.isend(out, members[static_cast<std::size_t>((p + 1) % n)], 5, g)};
+    co_await wait_all(w);
+    if (me == late) co_await sleep_for(c.executor(), late_ns);
+    ++entered;
+    co_await c.barrier(g, CollectiveOptions{Algorithm::kAuto, 0, async});
+    if (entered < members.size() && left_early.empty())
+      left_early = "rank " + std::to_string(me) + " left the barrier when " + std::to_string(entered) + " of its " +
+                   std::to_string(members.size()) + " members had entered: a barrier releases no member before every "
+                   "member entered";
+  };
+  const RunResult res = run(program);
+  if (!res.ok()) return failed_run(res, with_context(what, context));
+  CaseOutcome out;
+  if (!left_early.empty()) out.failure = with_context(what + ": " + left_early, context);
+  return out;
+}
+
+CaseOutcome run_group_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int receiver,
+                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context) {
+  const std::vector<int> members = sorted(named);
+  const int sender = members.front() == receiver ? members.back() : members.front();
+  const std::string what = "recv(int64 x 4) by rank " + std::to_string(receiver) + " from rank " +
+                           std::to_string(sender) + ", which never sends, on " + list_of(members) +
+                           " made with the timeout " + ms_text(group_timeout_ns);
+  TimedCall r;
+  auto program = [&](Dist& c) -> Task<void> {
+    const Group g = c.new_group(named, group_timeout_ns, "timed");
+    if (c.rank() != receiver) co_return;
+    Tensor t(DType::kInt64, {4});
+    const Nanos t0 = c.executor().now();
+    co_await await_timed(c.executor(), t0, c.recv(t, sender, 0, g), r);
+  };
+  const RunResult res = run(program);
+  if (!res.ok()) return failed_run(res, with_context(what, context));
+  CaseOutcome out;
+  if (!r.failed)
+    out.failure = "it completed after " + ms_text(r.elapsed) + " though nothing was sent";
+  else if (r.elapsed < group_timeout_ns)
+    out.failure = "it failed after " + ms_text(r.elapsed) + ", before its group's timeout: " + r.error;
+  else if (r.elapsed > latest_ns)
+    out.failure = "it failed only after " + ms_text(r.elapsed) + ": its group's timeout was not honoured: " + r.error;
+  if (!out.failure.empty()) out.failure = with_context(what + ": " + out.failure, context);
+  return out;
+}
+
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int caller,
                              Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context,
                              CollectiveKind op) {
-  auto ms = [](Nanos ns) { return std::to_string(ns / 1'000'000) + " ms"; };
+  const auto ms = ms_text;
   // The member the caller's broadcast waits for (it never calls).
   const int root = sorted(named).front() == caller ? sorted(named).back() : sorted(named).front();
   const std::string call = op == CollectiveKind::kBarrier     ? "barrier()"
@@ -306,40 +439,32 @@ CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std
                                                               : "all_reduce(float32 x 4)";
   const std::string what = call + " by rank " + std::to_string(caller) + " alone on " + list_of(sorted(named)) +
                            " (group timeout " + ms(group_timeout_ns) + ") with its own timeout " + ms(call_timeout_ns);
-  bool failed = false;
-  std::string error;
-  Nanos elapsed = -1;
+  TimedCall r;
   auto program = [&](Dist& c) -> Task<void> {
     const Group g = c.new_group(named, group_timeout_ns, "timed");
     if (c.rank() != caller) co_return;
     Tensor t(DType::kFloat32, {4});
     const Nanos t0 = c.executor().now();
     const CollectiveOptions own{Algorithm::kAuto, call_timeout_ns, false};
-    try {
-      switch (op) {
-        case CollectiveKind::kBarrier: co_await c.barrier(g, own); break;
-        case CollectiveKind::kBroadcast: co_await c.broadcast(t, root, g, own); break;
-        default: co_await c.all_reduce(t, ReduceOp::kSum, g, own); break;
-      }
-    } catch (const std::exception& e) {
-      failed = true;
-      error = e.what();
-    }
-    elapsed = c.executor().now() - t0;
+    co_await await_timed(c.executor(), t0,
+                         op == CollectiveKind::kBarrier     ? c.barrier(g, own)
+                         : op == CollectiveKind::kBroadcast ? c.broadcast(t, root, g, own)
+                                                            : c.all_reduce(t, ReduceOp::kSum, g, own),
+                         r);
   };
   const RunResult res = run(program);
   if (!res.ok()) return failed_run(res, with_context(what, context));
   CaseOutcome out;
   const Nanos latest = call_timeout_ns + (group_timeout_ns - call_timeout_ns) / 2;
-  if (!failed)
-    out.failure = "it completed after " + ms(elapsed) + " though no other member called it";
-  else if (elapsed < call_timeout_ns)
-    out.failure = "it failed after " + ms(elapsed) + ", before its own deadline: " + error;
-  else if (elapsed > latest)
-    out.failure = "it failed only after " + ms(elapsed) +
-                  (elapsed >= group_timeout_ns ? ", at the group's timeout: its own was not honoured"
-                                               : ", long after its own deadline") +
-                  ": " + error;
+  if (!r.failed)
+    out.failure = "it completed after " + ms(r.elapsed) + " though no other member called it";
+  else if (r.elapsed < call_timeout_ns)
+    out.failure = "it failed after " + ms(r.elapsed) + ", before its own deadline: " + r.error;
+  else if (r.elapsed > latest)
+    out.failure = "it failed only after " + ms(r.elapsed) +
+                  (r.elapsed >= group_timeout_ns ? ", at the group's timeout: its own was not honoured"
+                                                 : ", long after its own deadline") +
+                  ": " + r.error;
   if (!out.failure.empty()) out.failure = with_context(what + ": " + out.failure, context);
   return out;
 }

@@ -25,6 +25,14 @@ CaseOutcome run_any_source(const RunOnEveryRank& run, int world, const std::vect
                            int per_sender, std::size_t count, bool async, const std::string& context = "",
                            DType dtype = DType::kInt64);
 
+// Empty messages from any source in a group created from `named`: every
+// member but `receiver` sends it an empty int64 tensor on a tag of its own
+// (100 + its global rank); the receiver receives each from any source on
+// that tag -- blocking, or every irecv() at once (`async`) -- and each must
+// report its sender's global rank.
+CaseOutcome run_empty_sources(const RunOnEveryRank& run, int world, const std::vector<int>& named, int receiver,
+                              bool async, const std::string& context = "");
+
 // The tags that run_tag_range() uses: small ones, ones that differ only in
 // high bits (1, 1 + 2^16, 1 + 2^24, 1 + 2^30), and the largest (2^31 - 1,
 // and 2^30 - 1, which differs from it in bit 30 alone).
@@ -47,6 +55,24 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int world, const std::vecto
 // predecessor sent.
 CaseOutcome run_ring(const RunOnEveryRank& run, int world, const std::vector<int>& named, std::size_t count,
                      bool async, const std::string& context = "");
+
+// A barrier right after point-to-point traffic on its group: on a group
+// created from `named`, each member isends to the next by group rank and
+// irecvs from the one before, waits for both, then enters a barrier --
+// blocking, or async and waited for (`async`) -- `late` doing so `late_ns`
+// (its executor's clock) after the others. No member may leave the barrier
+// before every member entered (counted by the ranks' programs, which all run
+// in this process).
+CaseOutcome run_barrier_after_p2p(const RunOnEveryRank& run, int world, const std::vector<int>& named, int late,
+                                  Nanos late_ns, bool async, const std::string& context = "");
+
+// A group's own timeout on point-to-point: on a group created from `named`
+// with the timeout `group_timeout_ns`, `receiver` receives from a member
+// that never sends. The receive must fail, not before the group's timeout
+// and by `latest_ns` (well before the run's own timeout: a library that
+// timed out a group's receives at the default group's timeout passed).
+CaseOutcome run_group_timeout(const RunOnEveryRank& run, int world, const std::vector<int>& named, int receiver,
+                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context = "");
 
 // A call's own timeout: on a group created from `named` with the group
 // timeout `group_timeout_ns`, `caller` issues `op` -- all_reduce, barrier,

@@ -16,6 +16,7 @@ DistCall collective(OpKind kind, const Group& g, const CollectiveOptions& o) {
   DistCall c = make(kind, o.async_op, g);
   c.algorithm = o.algorithm;
   c.timeout_ns = o.timeout_ns;
+  c.must_be_pending = o.must_be_pending;
   return c;
 }
 

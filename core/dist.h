@@ -77,6 +77,9 @@ struct CollectiveOptions {
   // False: the blocking form, awaited at once. Libraries call their own
   // asynchronous or blocking function accordingly; collie's core has one.
   bool async_op = false;
+  // The caller knows that the call cannot have completed when it is issued
+  // (a member of its group calls it later): DistCall::must_be_pending.
+  bool must_be_pending = false;
 };
 
 // An error a library raised in its own words (a torch RuntimeError, an MPI

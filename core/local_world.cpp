@@ -51,15 +51,18 @@ bool RunResult::ok() const {
 
 std::string RunResult::describe() const {
   if (!transport_fault.empty()) return transport_fault + (deadlock_report.empty() ? "" : "\n" + deadlock_report);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].error) {
-      try {
-        std::rethrow_exception(ranks[i].error);
-      } catch (const std::exception& e) {
-        return e.what();
-      } catch (...) {
-        return "rank " + std::to_string(i) + " threw a non-standard exception";
-      }
+  // The error that ended first: the others often follow from it (a peer
+  // timing out on a receiver that had failed at once); ties, the lowest rank.
+  std::size_t first = ranks.size();
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].error && (first == ranks.size() || ranks[i].end_time < ranks[first].end_time)) first = i;
+  if (first < ranks.size()) {
+    try {
+      std::rethrow_exception(ranks[first].error);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "rank " + std::to_string(first) + " threw a non-standard exception";
     }
   }
   if (deadlocked) return deadlock_report;

@@ -60,7 +60,8 @@ struct RunResult {
   std::string transport_fault;
 
   bool ok() const;               // every rank finished without an error
-  // The transport's fault, the first rank error as text, or the deadlock
+  // The transport's fault, the rank error that ended first (by end_time;
+  // ties, the lowest rank) as text, or the deadlock
   // report, or the ranks that never finished, or "ok".
   std::string describe() const;
 };

@@ -165,10 +165,16 @@ struct DistCall {
   // all_to_all_single's splits in elements (empty: equal blocks).
   std::vector<std::size_t> input_splits, output_splits;
   std::vector<P2POp> p2p;          // batch_isend_irecv
+  // The caller knows that the call cannot have completed when it is issued
+  // (a member of its group calls it later): an implementation whose handle
+  // says it completed at once is wrong. A hint for the checks of a rank's
+  // worker process (backends/remote/), which it reaches through the
+  // collectives' CollectiveOptions; collie's core ignores it.
+  bool must_be_pending = false;
 
   const OpSpec& spec() const { return op_spec(kind); }
   std::string_view name() const { return op_name(kind, async); }
-  CollectiveOptions options() const { return CollectiveOptions{algorithm, timeout_ns, async}; }
+  CollectiveOptions options() const { return CollectiveOptions{algorithm, timeout_ns, async, must_be_pending}; }
   // The views of slot `s` (a tensor slot gives one view).
   std::vector<TensorView> views(Slot s) const;
   // Sets slot `s` from `views` (a tensor slot takes exactly one).

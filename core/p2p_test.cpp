@@ -276,4 +276,20 @@ TEST(PointToPointDeadlock, TheSameSendsBelowTheThresholdComplete) {
 }
 
 }  // namespace
+// Regression: the report named the lowest failed rank, a peer that timed
+// out on a receiver which had failed at once (Gloo's empty any-source
+// receive), not the failure that caused it.
+TEST(RunResult, DescribesTheErrorThatEndedFirst) {
+  sim::SimWorld w(2);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    const Group g = c.new_group({0, 1}, 5'000'000);
+    if (c.rank() == 1) throw std::runtime_error("rank 1 failed at once");
+    Tensor t = scalar();
+    co_await c.recv(t, 1, 0, g);
+  });
+  ASSERT_FALSE(res.ok());
+  ASSERT_TRUE(res.ranks[0].error);
+  EXPECT_EQ(res.describe(), "rank 1 failed at once");
+}
+
 }  // namespace collie

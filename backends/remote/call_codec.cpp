@@ -51,6 +51,7 @@ EncodedCall encode_call(const DistCall& c, int rank) {
   if (spec.algorithm && c.algorithm != Algorithm::kAuto) h["algorithm"] = std::string(algorithm_name(c.algorithm));
   if (spec.timeout && c.timeout_ns > 0) h["timeout_ns"] = c.timeout_ns;
   if (c.kind == OpKind::kMonitoredBarrier) h["wait_all_ranks"] = c.wait_all_ranks;
+  if (c.must_be_pending) h["must_be_pending"] = true;
   if (spec.splits) {
     if (!c.input_splits.empty()) h["input_split_sizes"] = c.input_splits;
     if (!c.output_splits.empty()) h["output_split_sizes"] = c.output_splits;
@@ -108,6 +109,7 @@ DecodedCall decode_call(const json& h, const std::vector<std::vector<std::byte>>
   }
   c.timeout_ns = h.value("timeout_ns", Nanos{0});
   c.wait_all_ranks = h.value("wait_all_ranks", false);
+  c.must_be_pending = h.value("must_be_pending", false);
   c.input_splits = h.value("input_split_sizes", std::vector<std::size_t>{});
   c.output_splits = h.value("output_split_sizes", std::vector<std::size_t>{});
 

@@ -36,7 +36,12 @@ def run_child(program, request, out_fd, server_pid):
     """In the forked child: become the rank process and never return."""
     code = 1
     try:
-        os.setpgid(0, request.get("pgid", 0))
+        try:
+            os.setpgid(0, request.get("pgid", 0))
+        except OSError:
+            # The job's group ended with its last member, which this server
+            # reaped already (a rank that exited at once): a group of its own.
+            os.setpgid(0, 0)
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != server_pid:  # the server is already gone
             os._exit(137)
@@ -127,7 +132,10 @@ def main():
         try:
             os.setpgid(pid, request.get("pgid", 0) or pid)  # also here: no race with the child
         except OSError:
-            pass
+            try:
+                os.setpgid(pid, pid)  # as the child falls back to
+            except OSError:
+                pass
         os.close(fds[0])
         send(sock, {"t": "spawned", "pid": pid})
 

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -179,12 +180,34 @@ TEST_F(ForkServerTest, ChildrenRunTheProgramWithTheServersImportsAndEndAsTheirOw
   c.wait_all();
   EXPECT_EQ(c.fate(0), "exited with code 3");
   EXPECT_EQ(c.output_tail(0), "preloaded True from the env\n");
-  EXPECT_EQ(c.fate(1), "killed by signal 9 (Killed)");
+  EXPECT_EQ(c.fate(1), "killed by signal 9 (Killed)") << c.output_tail(1);
   // Another job's children come from the same server.
   ChildProcesses again({child(s, {})});
   again.wait_all();
   EXPECT_EQ(again.fate(0), "exited with code 0");
   EXPECT_EQ(again.output_tail(0), "preloaded True \n");
+}
+
+// Regression: a job's first process that had exited and been reaped took
+// its process group with it, and the next child, told to join that group,
+// failed to before running anything ("exited with code 1", no output; 1
+// run in 6 of the test above).
+TEST_F(ForkServerTest, AChildJoiningAGroupWhoseProcessesHaveAllEndedStillRuns) {
+  auto s = server("decimal");
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const auto first = s->spawn({{"END", "0"}}, out[1], 0);
+  ASSERT_TRUE(first);
+  const auto first_status = s->exit_status(*first, 30'000'000'000);  // reaped by the server
+  ASSERT_TRUE(first_status);
+  const auto second = s->spawn({{"END", "5"}}, out[1], *first);
+  ::close(out[1]);
+  ASSERT_TRUE(second);
+  const auto status = s->exit_status(*second, 30'000'000'000);
+  ::close(out[0]);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 5);
 }
 
 TEST_F(ForkServerTest, TerminateEndsAForkedChildThatIgnoresSigterm) {

@@ -51,7 +51,8 @@ struct WorkerHooks {
 // buffer of an op completed earlier in the run, or past the end of any of
 // its buffers (each handed over with a guard pattern in the bytes after
 // it), is answered as failed with a sentence saying so: the controller sees
-// only the outputs.
+// only the outputs. Once an op completed, the buffers it only read are
+// overwritten with a pattern: a library still reading one delivers that.
 // While it serves, a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
 // is first told to the controller ({"t":"crashed","signal":N}), then
 // handled as before (the library's handler, or the default).

@@ -523,6 +523,14 @@ class Worker:
                 self.answered.add(op_id)  # the controller may still ask to wait for it
             return
         group = self.groups.get(head.get("group", 0))
+        if head.get("must_be_pending") and work is not None and not isinstance(work, list) and work.is_completed():
+            # A member of the group calls it later: it cannot have completed.
+            self.reply_error(op_id, RuntimeError(
+                "collie: %s's Work.is_completed() returned True as it was issued, while a member of its group had "
+                "not called it yet: it cannot have completed" % head["op"]))
+            if head.get("async", False):
+                self.answered.add(op_id)  # the controller still asks to wait for it
+            return
         if head.get("async", False):
             self.handles[op_id] = (head, work, buffers, source, group, blobs)
             return

@@ -40,6 +40,9 @@ breaks one thing:
   torch:errors_as_success  recv and all_reduce that fail (a peer died: raised
                          by the call or by wait()) complete as if they had
                          succeeded, leaving their tensors as they were
+  torch:barrier_says_done  barrier's Work says is_completed() True from the
+                         moment it is issued; wait() still blocks until every
+                         member entered (a program polling it leaves early)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -223,6 +226,11 @@ class NeverCompleted(_Wrapped):
         return _NeverSaysDone(self.gloo.allreduce(tensors, opts), lambda: None)
 
 
+class BarrierSaysDone(_Wrapped):
+    def barrier(self, opts=dist.BarrierOptions()):
+        return _Then(self.gloo.barrier(opts), lambda: None, says_done=True)
+
+
 class Float32Scatter(_Wrapped):
     def scatter(self, output_tensors, input_tensors, opts=_c10d.ScatterOptions()):
         if output_tensors[0].dtype != torch.float64:
@@ -303,3 +311,4 @@ dist.Backend.register_backend("never_completed", NeverCompleted)
 dist.Backend.register_backend("float32_scatter", Float32Scatter)
 dist.Backend.register_backend("errors_as_success", ErrorsAsSuccess)
 dist.Backend.register_backend("self_zeros", SelfZeros)
+dist.Backend.register_backend("barrier_says_done", BarrierSaysDone)
