@@ -70,6 +70,14 @@ CollectiveCase case_of(OpKind kind) {
   return c;
 }
 
+std::vector<CollectiveCase> then_async(const CollectiveCase& c, int async_root, std::uint64_t seed_step) {
+  CollectiveCase async = c;
+  async.async_op = true;
+  async.root = async_root;
+  async.data_seed += seed_step;
+  return {c, async};
+}
+
 namespace {
 
 // Writes one element's raw bits (little-endian, the dtype's width).

@@ -98,6 +98,10 @@ struct CollectiveCase {
 // form): op and tensor_form set, the rest default.
 CollectiveCase case_of(OpKind kind);
 
+// `c` blocking, then the same call async at `async_root`, its data seed
+// `seed_step` on (its own data).
+std::vector<CollectiveCase> then_async(const CollectiveCase& c, int async_root, std::uint64_t seed_step);
+
 // A random case of `op` for a world of `world` ranks, drawn from `prng`:
 // random group (the world half the time), dtype, supported reduce op, count
 // (0, 1, primes, up to a few thousand), root, algorithm (or auto), the list

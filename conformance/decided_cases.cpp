@@ -29,6 +29,7 @@ std::vector<OpKind> collectives() {
 
 std::string name_of(OpKind k) { return std::string(op_spec(k).name); }
 
+
 // The ops' reduce ops, taken in turn so that each reducing collective gets
 // a different one somewhere.
 ReduceOp reduce_op_for(std::size_t i) {
@@ -122,15 +123,12 @@ void sizes(std::vector<DecidedCase>& out) {
     c.reduce_op = reduce_op_for(i);
     c.data_seed = 200 + i;
     // Then async, rooted at the last rank (an MPI_Iallreduce wrong above 64
-    // KiB on groups that are not a power of two passed: this was blocking).
-    CollectiveCase async = c;
-    async.async_op = true;
-    async.root = 2;
-    async.data_seed += 50;
-    // float32 there (an MPI_Iallreduce of float32 wrong from 16 Ki elements
-    // on passed: every async float32 case had 1,001 elements at most).
-    async.dtype = DType::kFloat32;
-    out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, {c, async}));
+    // KiB on groups that are not a power of two passed: this was blocking),
+    // in float32 (an MPI_Iallreduce of float32 wrong from 16 Ki elements on
+    // passed: every async float32 case had 1,001 elements at most).
+    std::vector<CollectiveCase> both = then_async(c, 2, 50);
+    both[1].dtype = DType::kFloat32;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_65539", 3, std::move(both)));
   }
   // Groups of five: every other fixed case has four members or fewer, so a
   // library wrong only on group sizes that are odd and not powers of two
@@ -149,11 +147,8 @@ void sizes(std::vector<DecidedCase>& out) {
     c.root = 5;
     c.reduce_op = reduce_op_for(i + 1);
     c.data_seed = 300 + i;
-    CollectiveCase async = c;
-    async.async_op = true;
-    async.root = 6;  // the last member (an MPI_Igather wrong there only passed)
-    async.data_seed += 50;
-    out.push_back(collective("sizes", name_of(ops[i]) + "_1001_on_five_of_seven", 7, {c, async}));
+    // Async at the last member (an MPI_Igather wrong there only passed).
+    out.push_back(collective("sizes", name_of(ops[i]) + "_1001_on_five_of_seven", 7, then_async(c, 6, 50)));
   }
   // Six and seven members, the most any fixed case had being five: a
   // library's algorithms switch on the group's size (an MPI_Allgather
@@ -172,17 +167,67 @@ void sizes(std::vector<DecidedCase>& out) {
       c.root = whole ? 3 : 2;
       c.reduce_op = reduce_op_for(i + 3);
       c.data_seed = (whole ? 700 : 600) + i;
-      CollectiveCase async = c;
-      async.async_op = true;
       // Async at a middle member on six (an MPI_Ireduce or MPI_Igather
       // that dropped a middle root's own part passed: every async root of a
       // group that is not a power of two was its last member), at the last
       // one on seven.
-      async.root = whole ? 6 : 3;
-      async.data_seed += 50;
       out.push_back(collective("sizes", name_of(ops[i]) + (whole ? "_1001_on_seven" : "_1001_on_six_of_seven"), 7,
-                               {c, async}));
+                               then_async(c, whole ? 6 : 3, 50)));
     }
+  }
+  // Eight and nine members, past every size above: a library's trees and
+  // recursive halvings gain a level there (an MPI_Iallreduce, an
+  // MPI_Allgather on powers of two from 8, an MPI_Reduce_scatter_block
+  // swapping the last two blocks from 8, an MPI_Bcast from a middle root on
+  // 9 were reached by random draws alone; a torch broadcast missing group
+  // rank 8 of 9, a gather ordering members by their ranks as text, never
+  // fired). The whole world of eight (a power of two), then nine of eleven
+  // out of order, rank 10 among them; blocking at a middle root, then
+  // async at another.
+  const std::vector<int> nine = {10, 1, 8, 2, 0, 7, 3, 6, 4};
+  for (bool of_eleven : {false, true}) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!takes_tensors(op_spec(ops[i]))) continue;
+      CollectiveCase c = case_of(ops[i]);
+      c.dtype = i % 2 ? DType::kFloat32 : DType::kInt32;
+      c.count = 1001;
+      if (of_eleven) c.group = nine;
+      c.root = 4;
+      c.reduce_op = reduce_op_for(i + 1);
+      c.data_seed = (of_eleven ? 1700 : 1600) + i;
+      out.push_back(collective("sizes", name_of(ops[i]) + (of_eleven ? "_1001_on_nine_of_eleven" : "_1001_on_eight"),
+                               of_eleven ? 11 : 8, then_async(c, of_eleven ? 10 : 5, 50)));
+    }
+  }
+  // Sizes that are exact powers of two (16 and 256 KiB of float32) on
+  // three ranks, blocking then async: every large case had an odd count,
+  // and an MPI_Iallreduce that left its last 8 KiB segment unreduced when
+  // the size was a whole number of segments passed.
+  for (OpKind k : {OpKind::kAllReduce, OpKind::kBroadcast, OpKind::kReduceScatterTensor, OpKind::kAllGather}) {
+    for (std::size_t count : {std::size_t{4096}, std::size_t{65536}}) {
+      CollectiveCase c = case_of(k);
+      c.dtype = DType::kFloat32;
+      c.count = count;
+      c.root = 1;
+      c.data_seed = 1900 + count % 1000 + static_cast<std::size_t>(k);
+      out.push_back(collective("sizes", name_of(k) + "_" + std::to_string(count), 3, then_async(c, 2, 50)));
+    }
+  }
+  // Fewer elements than members (3 on five of seven), blocking then async:
+  // a library splitting a vector into one piece per member has empty
+  // pieces there (an MPI_Iallreduce leaving the last rank's last element
+  // its own input passed: the one async case below a member per element
+  // had 1 element on 4).
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!takes_tensors(op_spec(ops[i]))) continue;
+    CollectiveCase c = case_of(ops[i]);
+    c.dtype = DType::kInt32;
+    c.count = 3;
+    c.group = five;
+    c.root = 0;
+    c.reduce_op = reduce_op_for(i + 2);
+    c.data_seed = 1800 + i;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_3_on_five_of_seven", 7, then_async(c, 5, 50)));
   }
 }
 
@@ -438,6 +483,11 @@ void barriers(std::vector<DecidedCase>& out) {
   // passed every case above).
   barrier("barrier_async_on_five_of_seven", CollectiveKind::kBarrier, 7, {6, 2, 0, 5, 3}, true, 5);
   barrier("barrier_on_six_of_seven", CollectiveKind::kBarrier, 7, {6, 2, 0, 5, 3, 1}, false, 1);
+  // Eight to ten members (an MPI_Barrier and MPI_Ibarrier returning at once
+  // from eight members on met nine only in random cases, which do not time
+  // a barrier's entry; a torch barrier doing so from ten, never).
+  barrier("barrier_world_10", CollectiveKind::kBarrier, 10, {}, false, 4);
+  barrier("barrier_async_on_eight_of_nine", CollectiveKind::kBarrier, 9, {8, 1, 7, 2, 0, 6, 3, 5}, true, 6);
   // A barrier right after another on the same group, its late member late
   // for the second only (a barrier that returned at once when the one before
   // it had just ended passed: every other case has one barrier, or a late
@@ -489,6 +539,15 @@ void call_timeout(std::vector<DecidedCase>& out) {
   d.needs_timeouts = true;
   d.ends_job = true;
   out.push_back(std::move(d));
+  // The same group timeout on a collective (collectives that ran under the
+  // default group's timeout while p2p was right passed).
+  DecidedCase a = targeted("call_timeout", "all_reduce_on_a_group_with_its_own_timeout", 3,
+                           [](const RunOnEveryRank& run, const std::string& context) {
+                             return run_group_timeout(run, 3, {2, 0}, 2, 300'000'000, 5'000'000'000, context, true);
+                           });
+  a.needs_timeouts = true;
+  a.ends_job = true;
+  out.push_back(std::move(a));
 }
 
 }  // namespace

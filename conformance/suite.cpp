@@ -28,14 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// `c` blocking, then the same call async at `async_root` with its own data.
-std::vector<CollectiveCase> then_async(const CollectiveCase& c, int async_root) {
-  CollectiveCase async = c;
-  async.async_op = true;
-  async.root = async_root;
-  async.data_seed += 5;
-  return {c, async};
-}
 
 std::string first_lines(const std::string& s, int n) {
   std::string out;
@@ -424,6 +416,13 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.data_seed = static_cast<std::uint64_t>(82000 + static_cast<int>(dt) * 10 + static_cast<int>(k));
       fixed_case("dtypes_x_ops", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_AVG_on_three_of_five", {c},
                  5, "world 5, group {4,1,3}");
+      if (k != CollectiveKind::kReduceScatter) continue;
+      // The tensor form too (its AVG ran on the world alone, where an AVG
+      // dividing by the world's size is right).
+      c.tensor_form = true;
+      c.data_seed += 5;
+      fixed_case("dtypes_x_ops", "reduce_scatter_tensor_" + std::string(dtype_name(dt)) + "_AVG_on_three_of_five", {c},
+                 5, "world 5, group {4,1,3}");
     }
   }
   // Signed zeros, NaNs of both signs, infinities and subnormals through
@@ -439,6 +438,29 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       c.data_seed = static_cast<std::uint64_t>(static_cast<int>(dt) * 100 + static_cast<int>(op) + 7);
       c.special_values = true;
       fixed_case("special_values", std::string(dtype_name(dt)) + "_" + std::string(reduce_op_name(op)), {c}, 5);
+    }
+  }
+  // SUM through reduce and reduce_scatter too (a float16 SUM flushing
+  // subnormal results to zero there alone passed: special values met
+  // all_reduce only).
+  for (DType dt : {DType::kFloat16, DType::kFloat32}) {
+    for (CollectiveKind k : {CollectiveKind::kReduce, CollectiveKind::kReduceScatter}) {
+      for (bool tensor_form : {false, true}) {
+        if (tensor_form && k != CollectiveKind::kReduceScatter) continue;
+        CollectiveCase c;
+        c.op = k;
+        c.dtype = dt;
+        c.reduce_op = ReduceOp::kSum;
+        c.count = 64;
+        c.root = 2;
+        c.tensor_form = tensor_form;
+        c.special_values = true;
+        c.data_seed = static_cast<std::uint64_t>(8900 + static_cast<int>(dt) * 10 + static_cast<int>(k) * 2 + tensor_form);
+        fixed_case("special_values",
+                   (tensor_form ? std::string("reduce_scatter_tensor") : collective_name(k)) + "_" +
+                       std::string(dtype_name(dt)) + "_SUM",
+                   {c}, 5);
+      }
     }
   }
   // The same values moved, not reduced: every bit is the program's there (a
@@ -550,7 +572,20 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         {CollectiveKind::kReduce, ReduceOp::kProduct, DType::kFloat32},
         {CollectiveKind::kReduceScatter, ReduceOp::kMax, DType::kFloat32},
         {CollectiveKind::kReduceScatter, ReduceOp::kMin, DType::kFloat16},
-        {CollectiveKind::kReduceScatter, ReduceOp::kProduct, DType::kInt64}};
+        {CollectiveKind::kReduceScatter, ReduceOp::kProduct, DType::kInt64},
+        // bfloat16 past 32 Ki elements, odd (a landed half-width reduction
+        // that skipped the last element was caught in float16 alone).
+        {CollectiveKind::kAllReduce, ReduceOp::kSum, DType::kBFloat16},
+        {CollectiveKind::kReduceScatter, ReduceOp::kMax, DType::kBFloat16},
+        // Bitwise ops past 1 Ki elements (an MPI_Allreduce that combined
+        // elements from 1,024 on with SUM passed: bitwise cases stopped at
+        // 131 elements).
+        {CollectiveKind::kAllReduce, ReduceOp::kBxor, DType::kInt32},
+        {CollectiveKind::kAllReduce, ReduceOp::kBand, DType::kInt64},
+        {CollectiveKind::kReduce, ReduceOp::kBor, DType::kInt64},
+        {CollectiveKind::kReduce, ReduceOp::kBxor, DType::kUInt8},
+        {CollectiveKind::kReduceScatter, ReduceOp::kBor, DType::kInt32},
+        {CollectiveKind::kReduceScatter, ReduceOp::kBand, DType::kInt8}};
     for (const auto& [k, op, dt] : picks) {
       CollectiveCase c;
       c.op = k;
@@ -565,8 +600,25 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                                                 static_cast<int>(dt));
       fixed_case("large_messages",
                  collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
-                 then_async(c, 1), 5, "world 5, group {3,0,4,1}");
+                 then_async(c, 1, 5), 5, "world 5, group {3,0,4,1}");
     }
+  }
+  // Past 4 MiB per rank, odd (a library reducing in 4 MiB chunks that
+  // dropped the last partial one passed: the largest all_reduce was 4 MiB
+  // exactly), blocking in float32, then async in int64.
+  {
+    CollectiveCase c;
+    c.op = CollectiveKind::kAllReduce;
+    c.dtype = DType::kFloat32;
+    c.count = (std::size_t{1} << 20) + 3;
+    c.data_seed = 85001;
+    CollectiveCase async = c;
+    async.async_op = true;
+    async.dtype = DType::kInt64;
+    async.count = (std::size_t{1} << 19) + 1;
+    async.reduce_op = ReduceOp::kMax;
+    async.data_seed = 85002;
+    fixed_case("large_messages", "all_reduce_past_4MiB", {c, async}, 3);
   }
   // Past 8-16 KiB on five members of seven (not a power of two), blocking
   // at one middle root, then async at another: an MPI_Ibcast or
@@ -589,7 +641,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.count = blocks ? 4099 : 20003;
     c.data_seed = static_cast<std::uint64_t>(88000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
     fixed_case("large_messages", collective_name(k) + "_" + std::string(dtype_name(dt)) + "_on_five_of_seven",
-               then_async(c, 3), 7, "world 7, group {0,2,3,5,6} (named {6,2,0,5,3})");
+               then_async(c, 3, 5), 7, "world 7, group {0,2,3,5,6} (named {6,2,0,5,3})");
   }
   // Large 8-bit MIN/MAX (a uint8 MAX that compared bytes as signed from
   // 1,024 elements on was reached by one random case).
@@ -606,7 +658,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     c.data_seed = static_cast<std::uint64_t>(84000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
     fixed_case("large_messages",
                collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
-               then_async(c, 1), 5, "world 5, group {3,0,4,1}");
+               then_async(c, 1, 5), 5, "world 5, group {3,0,4,1}");
   }
   // Two calls of one collective in flight on one group, with different
   // reduce ops or roots (a library that reused the first call's op or root
@@ -861,6 +913,24 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     long_run("collectives_1100_in_one_world", 3,
              [cases, strict, library](const RunOnEveryRank& run) { return run_and_check(run, 3, cases, strict, "", library); },
              "1,100 collectives of every kind on one world of 3");
+    // 2,100 all_reduces on one world of 2, past 2^11 (an MPI_Allreduce
+    // wrong from a communicator's 2,048th collective on passed the 1,100).
+    {
+      std::vector<CollectiveCase> all_reduces;
+      for (int i = 0; i < 2100; ++i) {
+        CollectiveCase c;
+        c.op = CollectiveKind::kAllReduce;
+        c.dtype = DType::kInt32;
+        c.count = 2;
+        c.data_seed = static_cast<std::uint64_t>(i) + 1;
+        all_reduces.push_back(c);
+      }
+      long_run("all_reduces_2100_in_one_world", 2,
+               [all_reduces, strict, library](const RunOnEveryRank& run) {
+                 return run_and_check(run, 2, all_reduces, strict, "", library);
+               },
+               "2,100 all_reduces of int32 x 2 on one world of 2");
+    }
     // The same on a subgroup that is not 0..k-1 and is named out of order,
     // beside ranks that idle: a group's own counters (its collective
     // sequence numbers, a library's per-communicator tags) pass 2^8 there.
@@ -914,6 +984,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                [messages](const RunOnEveryRank& run) { return run_long_stream(run, 2, messages, 64, ""); },
                std::to_string(messages) + " messages each way on one world of 2, 64 in flight");
     }
+    // 4,096 messages in flight each way at once (the streams keep 64, the
+    // 1,100 collectives about 1,000): a transport staging frames in a ring
+    // of 1,024 slots, overwriting one still in flight, passed everything
+    // else. In-process only by default, as the 66,000 above.
+    if (!(processes || library) || o.cases_per_feature > kShallowCases)
+      long_run("stream_8192_messages_4096_in_flight", 2,
+               [](const RunOnEveryRank& run) { return run_long_stream(run, 2, 8192, 4096, ""); },
+               "8,192 messages each way on one world of 2, 4,096 in flight");
   }
 
   std::regex re;

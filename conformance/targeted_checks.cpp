@@ -254,7 +254,13 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
                                  : "rank " + std::to_string(sender)) +
                      " on " + list_of(sorted(named)) + " with tags";
   for (int t : tags) what += " " + std::to_string(t);
-  what += ", in the reverse order of their isends";
+  what += ", tag 0 sent last, received in the reverse order of the isends";
+  // The send order: tag 0 last, so that its receive, the first posted,
+  // meets every other message unmatched (a tag-0 receive from a named source
+  // that matched any tag passed while tag 0 was sent first).
+  std::vector<std::size_t> order;
+  for (std::size_t i = 1; i < tags.size(); ++i) order.push_back(i);
+  order.push_back(0);
   std::vector<Tensor> in;
   std::vector<int> sources;  // each receive's reported source, in tags' order
   auto program = [&](Dist& c) -> Task<void> {
@@ -264,7 +270,7 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
       std::vector<Tensor> out;
       out.reserve(tags.size());
       std::vector<Work> sends;
-      for (std::size_t i = 0; i < tags.size(); ++i) {
+      for (std::size_t i : order) {
         out.push_back(message(me, static_cast<int>(i), count_of(i)));
         sends.push_back(c.isend(out.back(), receiver, tags[i], g));
       }
@@ -275,13 +281,13 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
         in.emplace_back(DType::kInt64, std::vector<std::int64_t>{static_cast<std::int64_t>(count_of(i))});
       std::vector<Work> recvs;
       const int from = any_source ? kAnySource : sender;
-      for (std::size_t i = tags.size(); i-- > 0;) {
-        recvs.push_back(async ? c.irecv(in[i], from, tags[i], g) : c.recv(in[i], from, tags[i], g));
+      for (auto i = order.rbegin(); i != order.rend(); ++i) {
+        recvs.push_back(async ? c.irecv(in[*i], from, tags[*i], g) : c.recv(in[*i], from, tags[*i], g));
         if (!async) co_await recvs.back();
       }
       co_await wait_all(recvs);
       sources.assign(tags.size(), -1);
-      for (std::size_t i = 0; i < tags.size(); ++i) sources[tags.size() - 1 - i] = recvs[i].source_rank();
+      for (std::size_t k = 0; k < order.size(); ++k) sources[order[order.size() - 1 - k]] = recvs[k].source_rank();
     }
   };
   const RunResult res = run(program);
@@ -401,25 +407,29 @@ CaseOutcome run_barrier_after_p2p(const RunOnEveryRank& run, int /*world*/, cons
 }
 
 CaseOutcome run_group_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int receiver,
-                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context) {
+                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context, bool all_reduce) {
   const std::vector<int> members = sorted(named);
   const int sender = members.front() == receiver ? members.back() : members.front();
-  const std::string what = "recv(int64 x 4) by rank " + std::to_string(receiver) + " from rank " +
-                           std::to_string(sender) + ", which never sends, on " + list_of(members) +
-                           " made with the timeout " + ms_text(group_timeout_ns);
+  const std::string what =
+      (all_reduce ? "all_reduce(int64 x 4) by rank " + std::to_string(receiver) + " alone"
+                  : "recv(int64 x 4) by rank " + std::to_string(receiver) + " from rank " + std::to_string(sender) +
+                        ", which never sends,") +
+      " on " + list_of(members) + " made with the timeout " + ms_text(group_timeout_ns);
   TimedCall r;
   auto program = [&](Dist& c) -> Task<void> {
     const Group g = c.new_group(named, group_timeout_ns, "timed");
     if (c.rank() != receiver) co_return;
     Tensor t(DType::kInt64, {4});
     const Nanos t0 = c.executor().now();
-    co_await await_timed(c.executor(), t0, c.recv(t, sender, 0, g), r);
+    co_await await_timed(c.executor(), t0, all_reduce ? c.all_reduce(t, ReduceOp::kSum, g) : c.recv(t, sender, 0, g),
+                         r);
   };
   const RunResult res = run(program);
   if (!res.ok()) return failed_run(res, with_context(what, context));
   CaseOutcome out;
   if (!r.failed)
-    out.failure = "it completed after " + ms_text(r.elapsed) + " though nothing was sent";
+    out.failure = "it completed after " + ms_text(r.elapsed) +
+                  (all_reduce ? " though no other member called it" : " though nothing was sent");
   else if (r.elapsed < group_timeout_ns)
     out.failure = "it failed after " + ms_text(r.elapsed) + ", before its group's timeout: " + r.error;
   else if (r.elapsed > latest_ns)

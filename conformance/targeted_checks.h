@@ -71,8 +71,12 @@ CaseOutcome run_barrier_after_p2p(const RunOnEveryRank& run, int world, const st
 // that never sends. The receive must fail, not before the group's timeout
 // and by `latest_ns` (well before the run's own timeout: a library that
 // timed out a group's receives at the default group's timeout passed).
+// With `all_reduce`, the receiver calls an all_reduce on the group instead,
+// which no other member joins (collectives under the default group's
+// timeout, p2p right, passed).
 CaseOutcome run_group_timeout(const RunOnEveryRank& run, int world, const std::vector<int>& named, int receiver,
-                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context = "");
+                              Nanos group_timeout_ns, Nanos latest_ns, const std::string& context = "",
+                              bool all_reduce = false);
 
 // A call's own timeout: on a group created from `named` with the group
 // timeout `group_timeout_ns`, `caller` issues `op` -- all_reduce, barrier,

@@ -233,6 +233,13 @@ Diagnosis diagnose(const DiagnosisInput& in) {
   if (d.causes.empty()) os << "  none identified (see the waits above)\n";
   for (const auto& c : d.causes) os << "  " << c << "\n";
 
+  // The group of each context some op waits on: an unmatched send names
+  // its group by it (a send on one of two groups with the same members,
+  // waited for on the other, reads as such).
+  std::map<std::uint32_t, std::string> group_of_context;
+  for (const RankSnapshot& rs : in.ranks)
+    for (const auto& w : rs.waits)
+      if (w.info && !w.info->group.empty()) group_of_context.emplace(w.context, w.info->group);
   bool any_unmatched = false;
   for (int r = 0; r < n; ++r) {
     for (const auto& u : in.ranks[static_cast<std::size_t>(r)].unmatched) {
@@ -241,7 +248,13 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       const FrameHeader& h = u.header;
       os << "  at rank " << r << ": " << (h.kind == FrameKind::kRts ? "rendezvous request" : "message") << " from rank "
          << h.src << " (tag " << h.tag << ", " << describe_elements(h.dtype, h.count);
-      if (h.fp.op != CollectiveKind::kNone) os << ", part of " << describe_call(h.fp);
+      if (h.fp.op != CollectiveKind::kNone) {
+        os << ", part of " << describe_call(h.fp);
+      } else if (auto g = group_of_context.find(h.context); g != group_of_context.end()) {
+        os << ", on " << g->second;
+      } else {
+        os << ", on a group no blocked op waits on (context " << h.context << ")";
+      }
       os << ") was never received\n";
     }
   }

@@ -171,7 +171,7 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
                             " had an op timeout armed" +
                             (when ? " for t=" + std::to_string(*when) + " ns" : std::string()) +
                             " with schedule_at(); core/executor.h: a timer resumes once now() reaches its time, "
-                            "so nothing is stuck while one is pending -- this transport's timers never fire";
+                            "so nothing is stuck while one is pending -- the transport lost this timer (or never fires any)";
     }
   }
   // Completions the transport still owes once every rank is done (a NACK's,

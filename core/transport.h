@@ -83,6 +83,7 @@ class FrameSink {
   // After this call no frame from `peer` arrives (the core fails one that
   // does as a contract violation). Sends to `peer` already posted may still
   // be completed, once, or never: the core keeps their buffers until then.
+  // Once per peer; the core ignores a repeat.
   virtual void on_peer_lost(int peer, const std::string& why, bool clean) = 0;
 };
 
@@ -148,7 +149,9 @@ class Transport : public Executor {
   // it, and before any issued after it; a payload handed to on_frame()
   // stays valid until the operations the core issued on it inside the call
   // have taken effect. Operands are in memory_space() or, for `src`, a
-  // payload delivered by on_frame().
+  // payload delivered by on_frame(). A call's ranges are equal or disjoint,
+  // never partly overlapping (the core's buffers do not alias), so a copy
+  // may run in any direction.
   virtual void copy(void* dst, const void* src, std::size_t bytes);
   virtual void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
   virtual void finish_average(void* dst, std::size_t count, DType dtype, int divisor);

@@ -205,11 +205,21 @@ void expected_outcome(const Scenario& s, const RunResult& run, const std::vector
           }
       if (!matched) {
         std::string w = want.error_kind ? std::string(error_kind_name(*want.error_kind)) : "any";
+        // What the named rank itself raised, when the run's first error is
+        // another rank's (a garbled refusal on rank 2 hid behind rank 0's).
+        std::string got = v.outcome == "ok" ? std::string("the run ended ok") : "got: " + v.detail;
+        if (want.rank && v.outcome != "ok") {
+          const auto own = std::find_if(errors.begin(), errors.end(),
+                                        [&](const RankError& e) { return e.rank == *want.rank; });
+          if (own == errors.end())
+            got = "rank " + std::to_string(*want.rank) + " raised nothing (the run: " + v.detail + ")";
+          else if (v.detail.find(own->text) == std::string::npos)
+            got = "rank " + std::to_string(*want.rank) + " raised: " + own->text + " (the run: " + v.detail + ")";
+        }
         deviation(want.where.str() + ": expected an error '" + w + "'" +
                       (want.rank ? " on rank " + std::to_string(*want.rank) : "") +
                       (want.contains.empty() || !how.collie_core ? "" : " containing \"" + want.contains + "\"") +
-                      ", but " + (v.outcome == "ok" ? std::string("the run ended ok") : "got: " + v.detail) +
-                      why_unspecified,
+                      ", but " + got + why_unspecified,
                   unspecified_scenario);
       }
       break;

@@ -186,7 +186,7 @@ TEST(Simulator, DeadlockReportNamesEveryBlockedRankAndUnreceivedMessages) {
                    "here, which nobody received: a tag mismatch?)"),
             std::string::npos)
       << r;
-  EXPECT_NE(r.find("at rank 1: message from rank 0 (tag 9, int32 x 2 (8 bytes)) was never received"),
+  EXPECT_NE(r.find("at rank 1: message from rank 0 (tag 9, int32 x 2 (8 bytes), on world) was never received"),
             std::string::npos)
       << r;
 }

@@ -100,6 +100,9 @@
 #define LOOPBACK_CHANNEL_WRAP 28
 #define LOOPBACK_LANDING 29
 #define LOOPBACK_LANDING_SUM_ONLY 30
+#define LOOPBACK_COARSE_CLOCK 31
+#define LOOPBACK_COARSE_TIMER_MAP 32
+#define LOOPBACK_STAGING_RING 33
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -184,6 +187,12 @@ constexpr Variant kVariants[] = {
     {"landing_sum_only_loopback", LOOPBACK_LANDING_SUM_ONLY, 1,
      "broken on purpose: lands data payloads, reducing with SUM whatever the landing says"},
     {"landing_loopback", LOOPBACK_LANDING, 1, "correct: lands every data payload it can through landing_zone()"},
+    {"coarse_clock_loopback", LOOPBACK_COARSE_CLOCK, 1,
+     "correct, bending the contract: now() ticks in 1 ms steps (never before the last timer fired)"},
+    {"coarse_timer_map_loopback", LOOPBACK_COARSE_TIMER_MAP, 1,
+     "broken on purpose: coarse_clock, and a timer set for the time of a pending one replaces it"},
+    {"staging_ring_loopback", LOOPBACK_STAGING_RING, 1024,
+     "broken on purpose: stages payloads in a ring of 1,024 slots, overwriting one still in flight"},
 };
 
 // This module's file name without folder and extension.
@@ -360,6 +369,7 @@ class Loopback final : public collie::InProcessBackend {
     const std::byte* source = nullptr;  // kReadLate: the sender's buffer, read when this comes up again
     int turns = 0;                      // kLost: the rank lost; kSentLate: turns still to wait
     std::string why = {};               // kLost
+    std::uint64_t staged = 0;           // kDeliver, staging_ring_loopback: its slot's number (1 on)
   };
   void push(Item it) {
     if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src))))
@@ -367,7 +377,12 @@ class Loopback final : public collie::InProcessBackend {
   }
   // Timers fire, in time order, only when nothing else can run: the clock
   // then jumps to them.
-  void timer(Nanos when, int rank, void* h) { timers_.emplace(when, std::make_pair(rank, h)); }
+  void timer(Nanos when, int rank, void* h) {
+    // The bug: timers kept by time alone (a coarse clock makes equal times
+    // common), so the older one is lost.
+    if (bug() == LOOPBACK_COARSE_TIMER_MAP) timers_.erase(when);
+    timers_.emplace(when, std::make_pair(rank, h));
+  }
   std::uint64_t next_frame() { return ++frames_; }
   // channel_wrap_loopback: frames posted on src -> dst, and its last eager
   // payload of each length up to 64 bytes.
@@ -400,6 +415,7 @@ class Loopback final : public collie::InProcessBackend {
       if (queue_.empty() && !timers_.empty() && (!deadline || timers_.begin()->first < *deadline)) {
         auto t = timers_.begin();
         jump_ = std::max(jump_, t->first - static_cast<Nanos>(events_) + back_);
+        last_fired_ = std::max(last_fired_, t->first);
         queue_.push_back({Item::kResume, t->second.first, t->second.second, {}, {}});
         timers_.erase(t);
       }
@@ -418,7 +434,14 @@ class Loopback final : public collie::InProcessBackend {
       Endpoint& ep = *endpoints_[static_cast<std::size_t>(it.rank)];
       switch (it.kind) {
         case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
-        case Item::kDeliver: deliver(ep, it.header, it.payload); break;
+        case Item::kDeliver:
+          if (it.staged) {
+            // The bug: the frame's slot may hold a later frame's payload by now.
+            const auto& [staged, bytes] = ring_[it.staged % ring_.size()];
+            if (staged != it.staged && bytes.size() == it.payload.size()) it.payload = bytes;
+          }
+          deliver(ep, it.header, it.payload);
+          break;
         case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
         case Item::kSentLate:
           if (it.turns-- > 0) {
@@ -456,6 +479,14 @@ class Loopback final : public collie::InProcessBackend {
   Nanos back_ = 0;  // clock_step_back_loopback: how far the clock stepped back
   bool running_ = false;
 
+ public:
+  Nanos last_fired_ = 0;  // the latest timer time fired (coarse_clock_loopback)
+  // staging_ring_loopback: (the frame's number, its payload) per slot.
+  std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> ring_;
+  std::uint64_t staged_ = 0;
+
+ private:
+
   // Hands a frame to its rank's core: the landing variants write a data
   // payload straight into the receive's buffer when the core names one
   // (asked right before the write, as the contract says), else on_frame()
@@ -479,6 +510,10 @@ int Endpoint::world_size() const { return world_.size(); }
 Nanos Endpoint::now() const {
   if (bug() == LOOPBACK_FROZEN_CLOCK) return 0;  // the bug: time never passes
   const Nanos t = world_.clock();
+  // Legal: whole milliseconds, monotonic, and never before a timer that
+  // fired (a timer's resumption reads at least its time).
+  if (bug() == LOOPBACK_COARSE_CLOCK || bug() == LOOPBACK_COARSE_TIMER_MAP)
+    return std::max(t - t % 1'000'000, world_.last_fired_);
   return bug() == LOOPBACK_CLOCK_BACKWARDS && t % 5 == 0 && t > 100 ? t - 100 : t;
 }
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
@@ -582,6 +617,15 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
         world_.push({Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}});
       }
       if (stale) stale->assign(payload.begin(), payload.end());
+      break;
+    }
+    case LOOPBACK_STAGING_RING: {
+      world_.ring_.resize(every());
+      const std::uint64_t k = ++world_.staged_;
+      world_.ring_[k % every()] = {k, {payload.begin(), payload.end()}};
+      Loopback::Item it{Item::kDeliver, h.dst, nullptr, h, {payload.begin(), payload.end()}};
+      it.staged = k;
+      world_.push(std::move(it));
       break;
     }
     default:
