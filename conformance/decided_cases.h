@@ -56,8 +56,9 @@ struct DecidedCase {
   int world = 1;
   // Collective calls, run together by run_and_check() ...
   std::vector<CollectiveCase> cases;
-  // ... or a targeted check (targeted_checks.h) instead.
-  std::function<CaseOutcome(const RunOnEveryRank& run, const std::string& context)> check;
+  // ... or a targeted check (targeted_checks.h) instead; `library`: the
+  // implementation runs in processes of its own (waits sized for them).
+  std::function<CaseOutcome(const RunOnEveryRank& run, const std::string& context, bool library)> check;
   bool strided = false;         // the library gets non-contiguous views (JobOptions::strided_views)
   bool needs_timeouts = false;  // skipped on a backend without operation timeouts
   // A library that refuses one of its calls leaves a peer waiting: on a

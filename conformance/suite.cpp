@@ -989,9 +989,9 @@ SuiteResult run_conformance(const SuiteOptions& o) {
     // of 1,024 slots, overwriting one still in flight, passed everything
     // else. In-process only by default, as the 66,000 above.
     if (!(processes || library) || o.cases_per_feature > kShallowCases)
-      long_run("stream_8192_messages_4096_in_flight", 2,
-               [](const RunOnEveryRank& run) { return run_long_stream(run, 2, 8192, 4096, ""); },
-               "8,192 messages each way on one world of 2, 4,096 in flight");
+      long_run("stream_4096_messages_all_in_flight", 2,
+               [](const RunOnEveryRank& run) { return run_long_stream(run, 2, 4096, 4096, ""); },
+               "4,096 messages each way on one world of 2, all in flight at once");
   }
 
   std::regex re;
