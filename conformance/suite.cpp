@@ -814,6 +814,35 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       }
     }
   }
+  // float16 SUMs of two through every reduction, the tensor form of
+  // reduce_scatter too (a float16 SUM rounded through bfloat16 there alone
+  // passed: full-mantissa sums were float32 and float64); float64 PRODUCTs
+  // of five (a float64 PRODUCT carried out in float32 from three factors
+  // on passed: products of more than two multiplied small integers).
+  for (int form = 0; form < 4; ++form) {
+    CollectiveCase c;
+    c.op = form == 0 ? CollectiveKind::kAllReduce : form == 1 ? CollectiveKind::kReduce : CollectiveKind::kReduceScatter;
+    c.tensor_form = form == 3;
+    c.dtype = DType::kFloat16;
+    c.reduce_op = ReduceOp::kSum;
+    c.count = 257;
+    c.root = 1;
+    c.rounding = true;
+    c.data_seed = static_cast<std::uint64_t>(9800 + form);
+    fixed_case("rounding", (form == 3 ? std::string("reduce_scatter_tensor") : collective_name(c.op)) + "_float16_SUM",
+               {c}, 2);
+  }
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduce}) {
+    CollectiveCase c;
+    c.op = k;
+    c.dtype = DType::kFloat64;
+    c.reduce_op = ReduceOp::kProduct;
+    c.count = 257;
+    c.root = 3;
+    c.rounding = true;
+    c.data_seed = static_cast<std::uint64_t>(9850 + static_cast<int>(k));
+    fixed_case("rounding", collective_name(k) + "_float64_PRODUCT_on_five", {c}, 5);
+  }
   // MIN and MAX of the same full-mantissa values on three ranks, exact
   // whatever the order (a float64 MIN/MAX that went through float32 for
   // values in float32's range never met a value it changed: MIN/MAX inputs
