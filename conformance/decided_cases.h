@@ -12,9 +12,11 @@
 //                      world of five
 //   sizes              every collective with 65539 elements per rank (or
 //                      per block): above 64 Ki, not a power of two, on
-//                      three ranks; and on groups of five and six of seven
-//                      and the world of seven, 1,001 elements; each blocking
-//                      with a middle root, then async
+//                      three ranks; on groups of five and six of seven, the
+//                      world of seven, the world of eight and nine of
+//                      eleven, 1,001 elements; 3 elements on five of seven;
+//                      4,096 and 65,536 (powers of two) on three; each
+//                      blocking with a middle root, then async
 //   layouts            every collective with two-dimensional tensors, and
 //                      with non-contiguous (strided) views of them; the
 //                      ones that take a tensor or a list, with 0-d scalars
@@ -28,18 +30,19 @@
 //                      bool, int32 and int64 at their edges under every
 //                      reduce op
 //   any_source         any-source receives, blocking and async, in a group
-//                      named out of order, 40 B to 512 KiB, int64 and
-//                      float64: the sender's global rank
+//                      named out of order, empty and 40 B to 512 KiB, int64
+//                      and float64: the sender's global rank
 //   tags               tags across their range, differing in high bits
 //                      only, from a named source and from any source
 //   p2p_in_groups      send/recv by global rank around a group named out of
 //                      order, blocking and async, small and large
 //   call_timeout       a call's own timeout (all_reduce, barrier,
-//                      broadcast), honoured at its own deadline
+//                      broadcast), honoured at its own deadline; a group's
+//                      own timeout, on a receive and on an all_reduce
 //   barrier_entry      no member leaves a barrier (or monitored_barrier)
-//                      before the late member entered: on 3 to 7 members,
-//                      sorted or not, blocking and async, and right after
-//                      another barrier
+//                      before the late member entered: on 3 to 10 members,
+//                      sorted or not, blocking and async, right after
+//                      another barrier and right after p2p on its group
 #pragma once
 
 #include <functional>

@@ -558,6 +558,21 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                  "world 5, group {3,0,4,1}");
     }
   }
+  // A large reduction on {0,1,3,4} (named {3,0,4,1}) of five, blocking at
+  // root 4, then async at root 1.
+  auto large_reduction = [&](CollectiveKind k, ReduceOp op, DType dt, std::size_t count, int seed) {
+    CollectiveCase c;
+    c.op = k;
+    c.dtype = dt;
+    c.reduce_op = op;
+    c.group = {3, 0, 4, 1};
+    c.root = 4;
+    c.count = count;
+    c.data_seed = static_cast<std::uint64_t>(seed);
+    fixed_case("large_messages",
+               collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
+               then_async(c, 1, 5), 5, "world 5, group {3,0,4,1}");
+  };
   // Large reductions other than SUM and AVG, blocking then async: above
   // 64 KiB a transport lands payloads and a library switches algorithm, and
   // every reduction there was a SUM (a landed reduction that always added,
@@ -586,22 +601,11 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         {CollectiveKind::kReduce, ReduceOp::kBxor, DType::kUInt8},
         {CollectiveKind::kReduceScatter, ReduceOp::kBor, DType::kInt32},
         {CollectiveKind::kReduceScatter, ReduceOp::kBand, DType::kInt8}};
-    for (const auto& [k, op, dt] : picks) {
-      CollectiveCase c;
-      c.op = k;
-      c.dtype = dt;
-      c.reduce_op = op;
-      c.group = {3, 0, 4, 1};
-      c.root = 4;
+    for (const auto& [k, op, dt] : picks)
       // Per rank (per block for reduce_scatter): 200 to 800 KiB, odd --
       // past 64 KiB, where payloads land and algorithms switch.
-      c.count = k == CollectiveKind::kReduceScatter ? 50001 : 100003;
-      c.data_seed = static_cast<std::uint64_t>(83000 + static_cast<int>(k) * 100 + static_cast<int>(op) * 10 +
-                                                static_cast<int>(dt));
-      fixed_case("large_messages",
-                 collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
-                 then_async(c, 1, 5), 5, "world 5, group {3,0,4,1}");
-    }
+      large_reduction(k, op, dt, k == CollectiveKind::kReduceScatter ? 50001 : 100003,
+                      83000 + static_cast<int>(k) * 100 + static_cast<int>(op) * 10 + static_cast<int>(dt));
   }
   // Past 4 MiB per rank, odd (a library reducing in 4 MiB chunks that
   // dropped the last partial one passed: the largest all_reduce was 4 MiB
@@ -647,19 +651,8 @@ SuiteResult run_conformance(const SuiteOptions& o) {
   // 1,024 elements on was reached by one random case).
   for (const auto& [k, dt, op] : {std::tuple{CollectiveKind::kAllReduce, DType::kUInt8, ReduceOp::kMax},
                                   std::tuple{CollectiveKind::kReduce, DType::kInt8, ReduceOp::kMin},
-                                  std::tuple{CollectiveKind::kReduceScatter, DType::kUInt8, ReduceOp::kMin}}) {
-    CollectiveCase c;
-    c.op = k;
-    c.dtype = dt;
-    c.reduce_op = op;
-    c.group = {3, 0, 4, 1};
-    c.root = 4;
-    c.count = 4099;
-    c.data_seed = static_cast<std::uint64_t>(84000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
-    fixed_case("large_messages",
-               collective_name(k) + "_" + std::string(reduce_op_name(op)) + "_" + std::string(dtype_name(dt)),
-               then_async(c, 1, 5), 5, "world 5, group {3,0,4,1}");
-  }
+                                  std::tuple{CollectiveKind::kReduceScatter, DType::kUInt8, ReduceOp::kMin}})
+    large_reduction(k, op, dt, 4099, 84000 + static_cast<int>(k) * 10 + static_cast<int>(dt));
   // Two calls of one collective in flight on one group, with different
   // reduce ops or roots (a library that reused the first call's op or root
   // for the second was caught by collective_dtypes alone).

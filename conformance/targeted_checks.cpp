@@ -441,14 +441,13 @@ CaseOutcome run_group_timeout(const RunOnEveryRank& run, int /*world*/, const st
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int caller,
                              Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context,
                              CollectiveKind op) {
-  const auto ms = ms_text;
   // The member the caller's broadcast waits for (it never calls).
   const int root = sorted(named).front() == caller ? sorted(named).back() : sorted(named).front();
   const std::string call = op == CollectiveKind::kBarrier     ? "barrier()"
                            : op == CollectiveKind::kBroadcast ? "broadcast(float32 x 4, root " + std::to_string(root) + ")"
                                                               : "all_reduce(float32 x 4)";
   const std::string what = call + " by rank " + std::to_string(caller) + " alone on " + list_of(sorted(named)) +
-                           " (group timeout " + ms(group_timeout_ns) + ") with its own timeout " + ms(call_timeout_ns);
+                           " (group timeout " + ms_text(group_timeout_ns) + ") with its own timeout " + ms_text(call_timeout_ns);
   TimedCall r;
   auto program = [&](Dist& c) -> Task<void> {
     const Group g = c.new_group(named, group_timeout_ns, "timed");
@@ -467,11 +466,11 @@ CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std
   CaseOutcome out;
   const Nanos latest = call_timeout_ns + (group_timeout_ns - call_timeout_ns) / 2;
   if (!r.failed)
-    out.failure = "it completed after " + ms(r.elapsed) + " though no other member called it";
+    out.failure = "it completed after " + ms_text(r.elapsed) + " though no other member called it";
   else if (r.elapsed < call_timeout_ns)
-    out.failure = "it failed after " + ms(r.elapsed) + ", before its own deadline: " + r.error;
+    out.failure = "it failed after " + ms_text(r.elapsed) + ", before its own deadline: " + r.error;
   else if (r.elapsed > latest)
-    out.failure = "it failed only after " + ms(r.elapsed) +
+    out.failure = "it failed only after " + ms_text(r.elapsed) +
                   (r.elapsed >= group_timeout_ns ? ", at the group's timeout: its own was not honoured"
                                                  : ", long after its own deadline") +
                   ": " + r.error;

@@ -275,7 +275,6 @@ TEST(PointToPointDeadlock, TheSameSendsBelowTheThresholdComplete) {
   EXPECT_TRUE(res.ok()) << res.describe();
 }
 
-}  // namespace
 // Regression: the report named the lowest failed rank, a peer that timed
 // out on a receiver which had failed at once (Gloo's empty any-source
 // receive), not the failure that caused it.
@@ -292,4 +291,5 @@ TEST(RunResult, DescribesTheErrorThatEndedFirst) {
   EXPECT_EQ(res.describe(), "rank 1 failed at once");
 }
 
+}  // namespace
 }  // namespace collie

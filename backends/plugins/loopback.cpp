@@ -486,7 +486,6 @@ class Loopback final : public collie::InProcessBackend {
   std::uint64_t staged_ = 0;
 
  private:
-
   // Hands a frame to its rank's core: the landing variants write a data
   // payload straight into the receive's buffer when the core names one
   // (asked right before the write, as the contract says), else on_frame()
