@@ -25,6 +25,9 @@ struct BackendInfo {
   // clock, which makes HostRuntime runs a function of the seed): whatever
   // times ops (collie bench) uses the host's clock instead.
   bool logical_clock = false;
+  // now() is the host's clock (real TCP): a scenario that waits out a long
+  // timeout takes that long in wall time (the suite leaves those out).
+  bool wall_clock = false;
   // The ops are collie's core over a transport: collie's stricter semantics
   // are promised (an unspecified-in-torch difference is a failure, not a
   // note) and deadlocks are diagnosed. False for libraries that implement

@@ -166,9 +166,19 @@ std::function<void(const Work&)> CallRecorder::point_to_point(const DistCall& c,
   const std::string name(c.name());
   return [rec, me, group, where, sent = std::move(sent), received = std::move(received), single,
           name](const Work& w) {
-    for (const Received& r : received)
-      rec->recvs.push_back(RecvRecord{me, group, r.op.tag, single ? w.source_rank() : r.op.peer, r.order,
+    for (const Received& r : received) {
+      // A receive from a named rank that reports another as its sender (a
+      // library's status naming the wrong rank): said as such; the data is
+      // checked against the named rank's message.
+      const bool named = r.op.peer != kAnySource;
+      if (single && named && w.source_rank() >= 0 && w.source_rank() != r.op.peer)
+        rec->buffer_findings.push_back(where + ": rank " + std::to_string(me) + ": " + name + " from rank " +
+                                       std::to_string(r.op.peer) + " (tag " + std::to_string(r.op.tag) + " on " +
+                                       group + ") completed naming rank " + std::to_string(w.source_rank()) +
+                                       " as its sender (the Work's source, MPI's status.MPI_SOURCE)");
+      rec->recvs.push_back(RecvRecord{me, group, r.op.tag, single && !named ? w.source_rank() : r.op.peer, r.order,
                                       copy_of(r.op.tensor), where});
+    }
     for (const Sent& s : sent)
       if (std::string d = changed(rec->sends[s.key][s.index].data, s.buf); !d.empty())
         rec->buffer_findings.push_back(where + ": rank " + std::to_string(me) + ": " + name + " to rank " +

@@ -38,7 +38,7 @@ std::string CollectiveCase::describe(bool with_algorithm, int group_size) const 
     }
   }
   os << " data_seed " << data_seed;
-  if (async_op) os << " async";
+  if (async_op) os << (polled ? " async polled" : " async");
   if (strided) os << " strided";
   if (special_values) os << " special_values";
   if (rounding) os << " rounding";

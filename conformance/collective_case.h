@@ -63,6 +63,12 @@ struct CollectiveCase {
   // The async form (torch's async_op=True: the library's nonblocking call,
   // waited for later) instead of the blocking one.
   bool async_op = false;
+  // async_op: each rank polls the handle's is_completed() (MPI_Test) until
+  // it says done, for up to kPollNs, before it waits, as a program spinning
+  // on it does; an op that completes only inside wait() fails. Only for
+  // calls every member issues at once (nobody late).
+  bool polled = false;
+  static constexpr Nanos kPollNs = 5'000'000'000;
   // Two-dimensional tensors of rows of `row` elements (count and every
   // block a whole number of rows), as a program shapes them; 0: 1-D; -1
   // with count 1: 0-d scalars (a loss, a step count).

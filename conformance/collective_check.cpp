@@ -181,6 +181,7 @@ CaseOutcome run_and_check(const RunOnEveryRank& run, int W, const std::vector<Co
       // calls made so far) keeps a rank the machine stalled out of it.
       call.must_be_pending = is_barrier(cases[k]) && cases[k].async_op && member && cases[k].late_rank >= 0 &&
                              cases[k].late_rank != comm.rank() && entered[k] < member_list.size();
+      call.poll_ns = cases[k].async_op && cases[k].polled && cases[k].late_rank < 0 ? CollectiveCase::kPollNs : 0;
       works.push_back(dispatch(comm, call));
       recorder.issued(works.back());
     }

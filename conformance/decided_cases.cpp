@@ -70,6 +70,10 @@ void unsorted_groups_and_async_forms(std::vector<DecidedCase>& out) {
       c.count = 13;
       c.reduce_op = reduce_op_for(i);
       c.async_op = async;
+      // Polled before waited for (a library whose handle completed only
+      // inside wait() passed: every case waited at once); the cases on the
+      // world below wait at once.
+      c.polled = async;
       c.data_seed = 100 + i;
       out.push_back(collective(async ? "async_forms" : "unsorted_groups",
                                name_of(ops[i]) + (s.rooted ? "_root" + std::to_string(kUnsortedRoot) : ""),
@@ -218,16 +222,50 @@ void sizes(std::vector<DecidedCase>& out) {
   // pieces there (an MPI_Iallreduce leaving the last rank's last element
   // its own input passed: the one async case below a member per element
   // had 1 element on 4).
+  // `count` elements of `dtype` through every collective that takes tensors
+  // on five of seven, blocking at `root`, then async at `async_root`.
+  auto on_five_of_seven = [&](const std::string& suffix, DType dtype, std::size_t count, int root, int async_root,
+                              std::size_t op_shift, std::uint64_t seed) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!takes_tensors(op_spec(ops[i]))) continue;
+      CollectiveCase c = case_of(ops[i]);
+      c.dtype = dtype;
+      c.count = count;
+      c.group = five;
+      c.root = root;
+      c.reduce_op = reduce_op_for(i + op_shift);
+      c.data_seed = seed + i;
+      out.push_back(collective("sizes", name_of(ops[i]) + suffix, 7, then_async(c, async_root, 50)));
+    }
+  };
+  on_five_of_seven("_3_on_five_of_seven", DType::kInt32, 3, 0, 5, 2, 1800);
+  // Empty tensors there (an MPI refusing count 0 from four members on
+  // passed: every empty collective had three members or fewer).
+  on_five_of_seven("_empty_on_five_of_seven", DType::kFloat32, 0, 2, 3, 3, 2000);
+  // Sixteen and seventeen members, past every size above (a library's
+  // trees gain a level at 16; a peer table of 16 sends rank 16's frames to
+  // rank 0; an MPI_Allreduce wrong from 16 members passed: the largest
+  // fixed group had 11): blocking on sixteen of seventeen (all but rank 5,
+  // out of order) at a middle root, then async on the whole world of 17 at
+  // its last rank.
+  std::vector<int> sixteen;
+  for (int r = 16; r >= 0; --r)
+    if (r != 5) sixteen.push_back(r);
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!takes_tensors(op_spec(ops[i]))) continue;
+    if (!takes_tensors(op_spec(ops[i])) && ops[i] != OpKind::kBarrier) continue;
     CollectiveCase c = case_of(ops[i]);
-    c.dtype = DType::kInt32;
-    c.count = 3;
-    c.group = five;
-    c.root = 0;
-    c.reduce_op = reduce_op_for(i + 2);
-    c.data_seed = 1800 + i;
-    out.push_back(collective("sizes", name_of(ops[i]) + "_3_on_five_of_seven", 7, then_async(c, 5, 50)));
+    c.dtype = i % 2 ? DType::kInt32 : DType::kFloat32;
+    c.count = 257;
+    c.group = sixteen;
+    c.root = 9;
+    c.reduce_op = reduce_op_for(i);
+    c.data_seed = 2100 + i;
+    CollectiveCase async = c;
+    async.group.clear();
+    async.async_op = true;
+    async.root = 16;
+    async.data_seed += 50;
+    out.push_back(collective("sizes", name_of(ops[i]) + "_257_on_sixteen_and_seventeen", 17, {c, async}));
   }
 }
 
@@ -298,6 +336,26 @@ void uneven_all_to_all(std::vector<DecidedCase>& out) {
       c.data_seed = differing_splits(c, static_cast<int>(named.size()), 400 + static_cast<std::uint64_t>(row));
       out.push_back(collective("uneven_all_to_all",
                                std::string(tensor_form ? "single" : "list") + (row ? "_2d" : "_1d"), 5, {c}));
+    }
+    // Split sizes in 1- and 2-byte elements, odd blocks among them, blocking
+    // then async (an all_to_all_single moving float16 as 32-bit words with
+    // split sizes passed: every uneven case was int64; the even float16
+    // cases had no splits).
+    for (DType dt : {DType::kFloat16, DType::kInt8}) {
+      CollectiveCase c;
+      c.op = CollectiveKind::kAllToAll;
+      c.tensor_form = tensor_form;
+      c.uneven = true;
+      c.group = named;
+      c.count = 7;
+      c.dtype = dt;
+      c.data_seed = differing_splits(c, static_cast<int>(named.size()), 420 + static_cast<std::uint64_t>(dt));
+      CollectiveCase async = c;
+      async.async_op = true;
+      async.data_seed = differing_splits(c, static_cast<int>(named.size()), c.data_seed + 1);
+      out.push_back(collective("uneven_all_to_all",
+                               std::string(tensor_form ? "single" : "list") + "_" + std::string(dtype_name(dt)), 5,
+                               {c, async}));
     }
     // A member whose every input split is 0 while it still receives, and
     // one whose every output split is 0 while it still sends (an
@@ -442,9 +500,22 @@ void point_to_point(std::vector<DecidedCase>& out) {
       out.push_back(targeted("p2p_in_groups",
                              std::string(async ? "isend_irecv" : "send_recv") + "_ring" + (count == 5 ? "_small" : "_large"),
                              kUnsortedWorld, [async, count](const RunOnEveryRank& run, const std::string& context, bool) {
-                               return run_ring(run, kUnsortedWorld, kUnsorted, count, async, context);
+                               return run_ring(run, kUnsortedWorld, kUnsorted, {count}, async, context);
                              }));
     }
+    // Sizes at a library's protocol edges, in turn on one group: the last
+    // bytes below and at 4 KiB (an eager limit), 12 and 16 KB (a fragment
+    // window), 32 and 64 KiB exactly and just under, and 5 MiB (past a 4 MiB
+    // staging buffer or chunk) -- an MPI losing the last 8 bytes of 4,033 to
+    // 4,096-byte sends, or bytes 4,096.. of 8 to 32 KB ones, passed: no
+    // message had 801 to 4,096 bytes or 8 to 40 KB.
+    out.push_back(targeted("p2p_in_groups",
+                           std::string(async ? "isend_irecv" : "send_recv") + "_ring_protocol_edges", kUnsortedWorld,
+                           [async](const RunOnEveryRank& run, const std::string& context, bool) {
+                             return run_ring(run, kUnsortedWorld, kUnsorted,
+                                             {504, 505, 510, 512, 1536, 2000, 4095, 4096, 8187, 8192, 655361}, async,
+                                             context);
+                           }));
   }
 }
 

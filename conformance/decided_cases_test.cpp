@@ -404,7 +404,7 @@ TEST(DecidedCases, NamesAreUniqueAndUnevenSplitsDifferWithEmptyBlocks) {
       EXPECT_TRUE(differ && empty) << c.describe();
     }
   }
-  EXPECT_EQ(uneven, 8);
+  EXPECT_EQ(uneven, 16);
 }
 
 TEST(BrokenDists, ReversedGatherOrderInUnsortedGroupsFailsAndSaysWhoseInputItHolds) {

@@ -314,15 +314,18 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int /*world*/, const std::v
   return out;
 }
 
-CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, std::size_t count,
-                     bool async, const std::string& context) {
+CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named,
+                     const std::vector<std::size_t>& counts, bool async, const std::string& context) {
   const std::vector<int> members = sorted(named);
   const int n = static_cast<int>(members.size());
-  const std::string what = std::string(async ? "isend/irecv" : "send/recv") + " of int64 x " + std::to_string(count) +
-                           " from each member of " + list_of(members) + " (named " + list_of(named) +
+  std::string sizes;
+  for (std::size_t k = 0; k < counts.size(); ++k) sizes += (k ? ", " : "") + std::to_string(counts[k]);
+  const std::string what = std::string(async ? "isend/irecv" : "send/recv") + " of int64 x " +
+                           (counts.size() == 1 ? sizes : "{" + sizes + "} in turn") + " from each member of " +
+                           list_of(members) + " (named " + list_of(named) +
                            ") to the next by group rank, around the group";
   constexpr int kTag = 3;
-  std::map<int, Tensor> got;  // by receiving member
+  std::map<std::pair<int, std::size_t>, Tensor> got;  // by receiving member and message
   auto program = [&](Dist& c) -> Task<void> {
     const Group g = c.new_group(named, 0, "ring");
     const int me = c.rank();
@@ -331,19 +334,21 @@ CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector
     const int p = static_cast<int>(at - members.begin());
     const int next = members[static_cast<std::size_t>((p + 1) % n)];
     const int prev = members[static_cast<std::size_t>((p + n - 1) % n)];
-    Tensor out = message(me, 0, count);
-    Tensor in(DType::kInt64, {static_cast<std::int64_t>(count)});
-    if (async) {
-      std::vector<Work> w = {c.irecv(in, prev, kTag, g), c.isend(out, next, kTag, g)};
-      co_await wait_all(w);
-    } else if (p % 2 == 0) {  // even group ranks send first, odd ones receive first: no cycle of waits
-      co_await c.send(out, next, kTag, g);
-      co_await c.recv(in, prev, kTag, g);
-    } else {
-      co_await c.recv(in, prev, kTag, g);
-      co_await c.send(out, next, kTag, g);
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      Tensor out = message(me, static_cast<int>(k), counts[k]);
+      Tensor in(DType::kInt64, {static_cast<std::int64_t>(counts[k])});
+      if (async) {
+        std::vector<Work> w = {c.irecv(in, prev, kTag, g), c.isend(out, next, kTag, g)};
+        co_await wait_all(w);
+      } else if (p % 2 == 0) {  // even group ranks send first, odd ones receive first: no cycle of waits
+        co_await c.send(out, next, kTag, g);
+        co_await c.recv(in, prev, kTag, g);
+      } else {
+        co_await c.recv(in, prev, kTag, g);
+        co_await c.send(out, next, kTag, g);
+      }
+      got.emplace(std::pair{me, k}, std::move(in));
     }
-    got.emplace(me, std::move(in));
   };
   const RunResult res = run(program);
   if (!res.ok()) return failed_run(res, with_context(what, context));
@@ -351,21 +356,25 @@ CaseOutcome run_ring(const RunOnEveryRank& run, int /*world*/, const std::vector
   for (int p = 0; p < n && out.failure.empty(); ++p) {
     const int me = members[static_cast<std::size_t>(p)];
     const int prev = members[static_cast<std::size_t>((p + n - 1) % n)];
-    const auto it = got.find(me);
-    if (it == got.end()) continue;
-    for (std::size_t x = 0; x < count; ++x) {
-      const std::int64_t v = it->second.get_int(x);
-      if (v == message_value(prev, 0, x)) continue;
-      std::string why = "rank " + std::to_string(me) + " received element " + std::to_string(x) + " = " +
-                        std::to_string(v) + " from rank " + std::to_string(prev) + ", which sent " +
-                        std::to_string(message_value(prev, 0, x));
-      const std::int64_t from = v / 1'000'000'000;
-      if (v >= 0 && from != prev && std::binary_search(members.begin(), members.end(), static_cast<int>(from)))
-        why += ": it holds rank " + std::to_string(from) + "'s message (a group rank taken for a global one, or the reverse?)";
-      else if (v == 0)
-        why += ": nothing arrived there (a message sent to the wrong rank?)";
-      out.failure = with_context(what + ": " + why, context);
-      break;
+    for (std::size_t k = 0; k < counts.size() && out.failure.empty(); ++k) {
+      const auto it = got.find({me, k});
+      if (it == got.end()) continue;
+      for (std::size_t x = 0; x < counts[k]; ++x) {
+        const std::int64_t v = it->second.get_int(x);
+        const std::int64_t want = message_value(prev, static_cast<int>(k), x);
+        if (v == want) continue;
+        std::string why = "rank " + std::to_string(me) + " received element " + std::to_string(x) + " = " +
+                          std::to_string(v) + " of the " + std::to_string(counts[k] * 8) + "-byte message from rank " +
+                          std::to_string(prev) + ", which sent " + std::to_string(want);
+        const std::int64_t from = v / 1'000'000'000;
+        if (v >= 0 && from != prev && std::binary_search(members.begin(), members.end(), static_cast<int>(from)))
+          why += ": it holds rank " + std::to_string(from) +
+                 "'s message (a group rank taken for a global one, or the reverse?)";
+        else if (v == 0)
+          why += ": nothing arrived there (a message sent to the wrong rank, or bytes lost?)";
+        out.failure = with_context(what + ": " + why, context);
+        break;
+      }
     }
   }
   return out;

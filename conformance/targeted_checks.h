@@ -48,13 +48,13 @@ CaseOutcome run_tag_range(const RunOnEveryRank& run, int world, const std::vecto
                           int receiver, bool async, const std::string& context = "", bool any_source = false);
 
 // Point-to-point around a group created from `named` (any order): each
-// member sends `count` int64 elements to the next member by group rank and
-// receives from the one before -- blocking send() and recv() (even group
-// ranks sending first), or isend() and irecv() together (`async`) -- naming
-// peers by global rank, as torch does. Each must receive exactly what its
-// predecessor sent.
-CaseOutcome run_ring(const RunOnEveryRank& run, int world, const std::vector<int>& named, std::size_t count,
-                     bool async, const std::string& context = "");
+// member sends `counts[k]` int64 elements to the next member by group rank
+// and receives from the one before, for each k in turn -- blocking send()
+// and recv() (even group ranks sending first), or isend() and irecv()
+// together (`async`) -- naming peers by global rank, as torch does. Each
+// must receive exactly what its predecessor sent.
+CaseOutcome run_ring(const RunOnEveryRank& run, int world, const std::vector<int>& named,
+                     const std::vector<std::size_t>& counts, bool async, const std::string& context = "");
 
 // A barrier right after point-to-point traffic on its group: on a group
 // created from `named`, each member isends to the next by group rank and

@@ -17,6 +17,7 @@ DistCall collective(OpKind kind, const Group& g, const CollectiveOptions& o) {
   c.algorithm = o.algorithm;
   c.timeout_ns = o.timeout_ns;
   c.must_be_pending = o.must_be_pending;
+  c.poll_ns = o.poll_ns;
   return c;
 }
 

@@ -109,30 +109,37 @@ std::shared_ptr<OpInfo> Communicator::new_op(const std::string& op, const GroupS
   return info;
 }
 
+namespace {
+std::string error_text(const WorkState& w) {
+  if (!w.error) return {};
+  try {
+    std::rethrow_exception(w.error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "error";
+  }
+}
+}  // namespace
+
+void Communicator::announce(const OpInfo& info) {
+  if (OpObserver* obs = opts_->observer) obs->op_begin(rank_, info.id, info, t_.now());
+}
+
 void Communicator::watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w,
                          const GroupState& g, Nanos timeout_override, bool collective) {
-  if (OpObserver* obs = opts_->observer) {
-    obs->op_begin(rank_, info->id, *info, t_.now());
-  }
   if (OpObserver* obs = opts_->observer; obs && obs->wants_op_end()) {
+    if (w->completed) {  // at once (an eager send, a receive whose message was there)
+      obs->op_end(rank_, info->id, error_text(*w), t_.now());
+      return;
+    }
     WorkState* raw = w.get();
     Transport* t = &t_;
     const int rank = rank_;
     const std::uint64_t id = info->id;
-    w->more().on_finish = [obs, raw, t, rank, id] {
-      std::string err;
-      if (raw->error) {
-        try {
-          std::rethrow_exception(raw->error);
-        } catch (const std::exception& e) {
-          err = e.what();
-        } catch (...) {
-          err = "error";
-        }
-      }
-      obs->op_end(rank, id, err, t->now());
-    };
+    w->more().on_finish = [obs, raw, t, rank, id] { obs->op_end(rank, id, error_text(*raw), t->now()); };
   }
+  if (w->completed) return;
   const Nanos timeout = timeout_override > 0 ? timeout_override
                         : g.timeout_ns > 0   ? g.timeout_ns
                                              : opts_->default_timeout_ns;
@@ -316,6 +323,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
   info->tag = tag;
   info->dtype = t.dtype;
   info->count = t.count;
+  announce(*info);
   std::shared_ptr<WorkState> w;
   if (is_send) {
     SendSpec s;
@@ -335,7 +343,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     w = engine_.recv(s, info);
   }
   w->info = info;
-  if (!w->completed) watch(info, w, g, 0, false);
+  watch(info, w, g, 0, false);
   return Work(std::move(w));
 }
 
@@ -417,7 +425,10 @@ Task<void> all_reduce_algorithm(CollectiveContext& c, Algorithm a, TensorView t,
 // `algorithm`, then the division of an average.
 Task<void> then_average(Task<void> algorithm, TensorView t, int n, Transport* tr) {
   co_await std::move(algorithm);
-  if (t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+  if (t.count) {
+    TransportCall in_call("finish_average()");
+    tr->finish_average(t.data, t.count, t.dtype, n);
+  }
 }
 
 }  // namespace
@@ -432,6 +443,7 @@ Work Communicator::launch(CollectiveCall call, Body body) {
   outer->executor = &t_;
   outer->posted_at = t_.now();
   outer->info = info;
+  announce(*info);
   watch(info, outer, g, call.timeout_ns, true);
   engine_.begin_collective(g.coll_context, g.digest, call.fp, outer, info, g.members);
   if (outer->completed) return Work(outer);  // a peer's frames already disagreed
@@ -479,7 +491,10 @@ Work Communicator::reduce(TensorView t, int dst, ReduceOp op, const Group& group
     } else {
       co_await algorithms::binomial_reduce(c, t, root, combine);
     }
-    if (op == ReduceOp::kAvg && c.rank() == root && t.count) tr->finish_average(t.data, t.count, t.dtype, n);
+    if (op == ReduceOp::kAvg && c.rank() == root && t.count) {
+      TransportCall in_call("finish_average()");
+      tr->finish_average(t.data, t.count, t.dtype, n);
+    }
   };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));
@@ -671,7 +686,10 @@ Work Communicator::launch_reduce_scatter(const std::string& op_name, GroupState&
     } else {
       co_await algorithms::pairwise_reduce_scatter(c, out, in, combine);
     }
-    if (op == ReduceOp::kAvg && out.count) tr->finish_average(out.data, out.count, out.dtype, n);
+    if (op == ReduceOp::kAvg && out.count) {
+      TransportCall in_call("finish_average()");
+      tr->finish_average(out.data, out.count, out.dtype, n);
+    }
   };
   call.timeout_ns = o.timeout_ns;
   return launch(std::move(call), std::move(body));

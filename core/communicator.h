@@ -175,7 +175,12 @@ class Communicator final : public Dist {
   Work launch_all_to_all(const std::string& op_name, GroupState& g, std::vector<TensorView> out,
                          std::vector<TensorView> in, const CollectiveOptions& o);
   std::shared_ptr<OpInfo> new_op(const std::string& op, const GroupState& g, std::int64_t seq);
-  // Observer calls and the timeout timer of an op about to start.
+  // Tells the observer that an op starts, before it posts anything: a
+  // crash "at op K" then stops the rank before op K sends a frame, as a
+  // process killed before it issues op K does, whether or not the op would
+  // complete at once.
+  void announce(const OpInfo& info);
+  // The observer's end of an op and the timeout timer of an op that started.
   void watch(const std::shared_ptr<OpInfo>& info, const std::shared_ptr<WorkState>& w, const GroupState& g,
              Nanos timeout_override, bool collective);
   [[noreturn]] void invalid(const std::string& op, const GroupState& g, const std::string& detail,

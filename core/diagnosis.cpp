@@ -76,6 +76,11 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       os << "  rank " << r << ": crashed\n";
       continue;
     }
+    if (s.waits.empty() && !s.owed.empty()) {
+      os << "  rank " << r << ": waits for its transport to complete a send: " << s.owed.front()
+         << (s.owed.size() > 1 ? " (and " + std::to_string(s.owed.size() - 1) + " more)" : std::string()) << "\n";
+      continue;
+    }
     if (s.waits.empty()) {
       os << "  rank " << r << ": blocked outside any communication (waiting on something else)\n";
       continue;
@@ -142,6 +147,17 @@ Diagnosis diagnose(const DiagnosisInput& in) {
       }
     }
   }
+
+  // Completions a transport owes when nothing can move will never come
+  // (the first three named).
+  std::size_t owed = 0;
+  for (int r = 0; r < n; ++r)
+    for (const std::string& o : in.ranks[static_cast<std::size_t>(r)].owed)
+      if (++owed <= 3)
+        causes.insert("the transport never completed " + o +
+                      " (no on_send_complete(); core/transport.h: every send posted with a cookie is completed "
+                      "exactly once)");
+  if (owed > 3) causes.insert("the transport never completed " + std::to_string(owed - 3) + " more sends");
 
   // Waits on a rank that is itself stuck behind a crash, a finished rank or
   // a lost message: say so, following the chain.

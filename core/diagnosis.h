@@ -37,6 +37,10 @@ struct RankSnapshot {
   std::vector<MessageEngine::RunningCollective> collectives;
   std::vector<MessageEngine::Unmatched> unmatched;  // arrived here, never received
   std::vector<MessageEngine::HeldForOrder> held;    // arrived, held for a frame that never came
+  // Sends whose completion the transport still owes (MessageEngine::
+  // owed_completions()): when nothing can move, each is the transport's
+  // fault, and a rank waiting on one is blocked by it.
+  std::vector<std::string> owed;
 };
 
 struct DiagnosisInput {

@@ -80,6 +80,13 @@ struct CollectiveOptions {
   // The caller knows that the call cannot have completed when it is issued
   // (a member of its group calls it later): DistCall::must_be_pending.
   bool must_be_pending = false;
+  // async_op only: the caller polls the Work's is_completed() for up to
+  // poll_ns before it waits, as a program spinning on is_completed() does
+  // (torch: "returns True if completed", no wait() needed). A library whose
+  // op completes only inside wait() is found out: DistCall::poll_ns. 0:
+  // waits at once. collie's core ignores it (its Works complete as the
+  // executor runs, whoever waits).
+  Nanos poll_ns = 0;
 };
 
 // An error a library raised in its own words (a torch RuntimeError, an MPI

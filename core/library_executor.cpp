@@ -10,18 +10,36 @@ Nanos LibraryExecutor::now() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
 }
 
+void LibraryExecutor::run_ready() {
+  while (!ready_.empty()) {
+    auto h = ready_.front();
+    ready_.pop_front();
+    h.resume();
+  }
+}
+
+void LibraryExecutor::take_due_timers() {
+  while (!timers_.empty() && timers_.begin()->first <= now()) {
+    ready_.push_back(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+  }
+}
+
+bool LibraryExecutor::poll(const std::function<bool()>& done) {
+  run_ready();
+  take_due_timers();
+  run_ready();
+  if (done()) return true;
+  test();
+  run_ready();
+  return done();
+}
+
 bool LibraryExecutor::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
   for (;;) {
-    while (!ready_.empty()) {
-      auto h = ready_.front();
-      ready_.pop_front();
-      h.resume();
-    }
+    run_ready();
     if (done()) return true;
-    while (!timers_.empty() && timers_.begin()->first <= now()) {
-      ready_.push_back(timers_.begin()->second);
-      timers_.erase(timers_.begin());
-    }
+    take_due_timers();
     if (!ready_.empty()) continue;
     if (deadline && now() >= *deadline) return false;
     if (progress()) continue;

@@ -7,6 +7,8 @@
 // work and runs its continuations (which schedule() coroutines), and
 // returns true; or returns false at once when nothing is outstanding. It
 // may block while work is outstanding (MPI_Waitany), so timers wait for it.
+// test() does what progress() does without ever blocking (MPI_Test on each
+// request, cudaEventQuery): it completes what has completed and returns.
 #pragma once
 
 #include <chrono>
@@ -26,13 +28,21 @@ class LibraryExecutor : public Executor {
   // no timer is armed and the library has nothing outstanding.
   bool run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) override;
   Nanos now() const override;
+  // One step of a program that polls a handle instead of waiting: resumes
+  // what is ready and due, asks the library once, without blocking
+  // (test()), whether more completed, and resumes that. Returns done().
+  bool poll(const std::function<bool()>& done);
 
  protected:
   virtual bool progress() = 0;
+  virtual void test() = 0;
   // Why nothing can complete ("no MPI request is outstanding").
   virtual std::string deadlock_text() const = 0;
 
  private:
+  void run_ready();
+  void take_due_timers();
+
   std::deque<std::coroutine_handle<>> ready_;
   std::multimap<Nanos, std::coroutine_handle<>> timers_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();

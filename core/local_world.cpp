@@ -244,6 +244,7 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
       }
       s.unmatched = eng.unmatched();
       s.held = eng.held_for_order();
+      if (!s.crashed) s.owed = eng.owed_completions();
       in.ranks.push_back(std::move(s));
     }
     Diagnosis d = diagnose(in);

@@ -618,11 +618,16 @@ void MessageEngine::process_in_order(const FrameHeader& h, std::span<const std::
 
 MessageEngine::StoredFrame MessageEngine::store(const FrameHeader& h, const std::byte* data, std::size_t size) {
   if (size == 0 || !t_.moves_payloads()) return StoredFrame{h, nullptr, 0};
-  StoredFrame f{h, t_.allocate(size), size};
+  StoredFrame f{h, nullptr, size};
+  {
+    TransportCall call("allocate()");
+    f.payload = t_.allocate(size);
+  }
   if (std::string fault = allocation_fault(t_, f.payload.get(), size); !fault.empty()) {
     contract_violation(&h, fault);
     return StoredFrame{h, nullptr, 0};
   }
+  TransportCall call("copy()");
   t_.copy(f.payload.get(), data, size);
   return f;
 }
@@ -676,10 +681,16 @@ void MessageEngine::apply_payload(PostedRecv& r, const FrameHeader& h, std::span
   // no memory): nothing to copy or combine, only the time it costs.
   const bool arrived = payload.data() != nullptr;
   if (r.spec.reduce) {
-    if (bytes && !landed && arrived) t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
+    if (bytes && !landed && arrived) {
+      TransportCall call("reduce()");
+      t_.reduce(r.spec.buf.data, payload.data(), r.spec.buf.count, r.spec.buf.dtype, r.spec.op);
+    }
     finish_after_compute(r.work, bytes);
   } else {
-    if (bytes && !landed && arrived) t_.copy(r.spec.buf.data, payload.data(), bytes);
+    if (bytes && !landed && arrived) {
+      TransportCall call("copy()");
+      t_.copy(r.spec.buf.data, payload.data(), bytes);
+    }
     r.work->finish(nullptr);
   }
 }

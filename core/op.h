@@ -171,10 +171,15 @@ struct DistCall {
   // worker process (backends/remote/), which it reaches through the
   // collectives' CollectiveOptions; collie's core ignores it.
   bool must_be_pending = false;
+  // The caller polls the async Work's is_completed() for up to poll_ns
+  // before it waits (CollectiveOptions::poll_ns); a rank's worker process
+  // polls the library's handle so and fails the op when it completed only
+  // inside wait(). 0: waits at once.
+  Nanos poll_ns = 0;
 
   const OpSpec& spec() const { return op_spec(kind); }
   std::string_view name() const { return op_name(kind, async); }
-  CollectiveOptions options() const { return CollectiveOptions{algorithm, timeout_ns, async, must_be_pending}; }
+  CollectiveOptions options() const { return CollectiveOptions{algorithm, timeout_ns, async, must_be_pending, poll_ns}; }
   // The views of slot `s` (a tensor slot gives one view).
   std::vector<TensorView> views(Slot s) const;
   // Sets slot `s` from `views` (a tensor slot takes exactly one).

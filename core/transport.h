@@ -11,7 +11,11 @@
 // Threading: the core calls a Transport from one thread at a time, and the
 // transport calls back into the core (FrameSink, scheduled coroutines) only
 // from inside run_until() on that same thread. No callback ever runs
-// concurrently with another callback or with a core call.
+// concurrently with another callback or with a core call, nor inside one:
+// post_send(), schedule*(), copy(), reduce(), finish_average() and
+// allocate() return without delivering a frame or completing a send (the
+// core marks those calls, core/transport_call.h, and fails the run on a
+// callback made inside one).
 //
 // Network: the transport is a reliable frame pipe between ranks that may
 // reorder frames -- the core restores per-channel order itself from

@@ -2,8 +2,9 @@
 //
 // core/executor.h and core/transport.h: every callback into the core -- a
 // FrameSink method, a coroutine resumed -- comes from run_until()'s own
-// loop, never from inside post_send(), schedule(), schedule_at() or
-// schedule_after_compute(). The core marks each such call with a
+// loop, never from inside post_send(), schedule(), schedule_at(),
+// schedule_after_compute(), copy(), reduce(), finish_average() or
+// allocate(). The core marks each such call with a
 // TransportCall; whatever arrives while one is in progress on this thread
 // broke that contract. The core then never acts on the callback as if it
 // were legitimate, and never crashes on it: a FrameSink method is ignored

@@ -157,6 +157,7 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
       if (f.kind == ProcessFault::Kind::kCrash && f.rank >= 0 && static_cast<std::size_t>(f.rank) < run.ranks.size() &&
           run.ranks[static_cast<std::size_t>(f.rank)].crashed)
         never_issued[f.rank] = f.before_op;
+    v.checks += check::check_buffers(log.records, findings);
     v.checks += check::check_collectives(log.records, findings);
     v.checks += check::check_p2p(log.records, findings, never_issued);
     v.checks += check::check_calls_never_made(log.records, never_issued, findings);

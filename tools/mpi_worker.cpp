@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     collie::mpi::MpiDist dist(MPI_COMM_WORLD);
     collie::remote::WorkerHooks hooks;
     hooks.begin_run = [&dist] { dist.free_groups(); };
+    hooks.poll = [&dist](const std::function<bool()>& done) { return dist.library_executor().poll(done); };
     hooks.bench = [](collie::Dist& d, const nlohmann::json& options) {
       return collie::tools::bench_in_this_rank(d, options);
     };

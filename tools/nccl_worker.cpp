@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     hooks.bootstrap = [&dist] { return dist.make_unique_id(); };
     hooks.joined = [&dist](const std::string& id) { dist.init(id); };
     hooks.begin_run = [&dist] { dist.free_groups(); };
+    hooks.poll = [&dist](const std::function<bool()>& done) { return dist.library_executor().poll(done); };
     hooks.bench = [](collie::Dist& d, const nlohmann::json& options) {
       return collie::tools::bench_in_this_rank(d, options);
     };

@@ -58,6 +58,10 @@ class MpiExecutor final : public LibraryExecutor {
 
  private:
   bool progress() override;
+  // MPI_Test on each request in turn (as a program polling its handles
+  // does), not MPI_Testany: a library whose MPI_Test never completes what
+  // MPI_Wait does is found out by a polled op (CollectiveOptions::poll_ns).
+  void test() override;
   std::string deadlock_text() const override { return "no MPI request is outstanding"; }
 
   std::vector<MPI_Request> requests_;
@@ -73,6 +77,7 @@ class MpiDist final : public Dist {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   Executor& executor() override { return exec_; }
+  LibraryExecutor& library_executor() { return exec_; }
   Group world() const override { return world_group_; }
   Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override;
   // Frees every communicator new_group made (a new run of the worker).

@@ -103,6 +103,7 @@
 #define LOOPBACK_COARSE_CLOCK 31
 #define LOOPBACK_COARSE_TIMER_MAP 32
 #define LOOPBACK_STAGING_RING 33
+#define LOOPBACK_COMPLETE_INSIDE_COPY 34
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -193,6 +194,8 @@ constexpr Variant kVariants[] = {
      "broken on purpose: coarse_clock, and a timer set for the time of a pending one replaces it"},
     {"staging_ring_loopback", LOOPBACK_STAGING_RING, 1024,
      "broken on purpose: stages payloads in a ring of 1,024 slots, overwriting one still in flight"},
+    {"completing_in_copy_loopback", LOOPBACK_COMPLETE_INSIDE_COPY, 50,
+     "broken on purpose: copy() completes a pending send inside the call (a stream sync that polls completions)"},
 };
 
 // This module's file name without folder and extension.
@@ -308,6 +311,7 @@ class Endpoint final : public collie::Transport {
     if (bug() != LOOPBACK_MISALIGNED_ALLOC || bytes <= 1024) return p;
     return std::shared_ptr<std::byte>(p, p.get() + 4);  // the bug: 4 bytes past the aligned block
   }
+  void copy(void* dst, const void* src, std::size_t bytes) override;
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
     if (bug() == LOOPBACK_INT64_MINMAX_DOUBLE && dtype == collie::DType::kInt64 &&
         (op == collie::ReduceOp::kMin || op == collie::ReduceOp::kMax)) {
@@ -398,6 +402,15 @@ class Loopback final : public collie::InProcessBackend {
       return std::coroutine_handle<>::from_address(h).resume();
     }
   }
+  // completing_in_copy: `rank`'s first pending send completion, made now.
+  void complete_one_now(int rank) {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->kind != Item::kSent || it->rank != rank) continue;
+      void* cookie = it->ptr;
+      queue_.erase(it);
+      return endpoint(rank).sink()->on_send_complete(cookie);
+    }
+  }
   Endpoint& endpoint(int rank) { return *endpoints_[static_cast<std::size_t>(rank)]; }
   int size() const { return static_cast<int>(endpoints_.size()); }
   Nanos clock() const { return static_cast<Nanos>(events_) + jump_ - back_; }
@@ -484,6 +497,7 @@ class Loopback final : public collie::InProcessBackend {
   // staging_ring_loopback: (the frame's number, its payload) per slot.
   std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> ring_;
   std::uint64_t staged_ = 0;
+  std::uint64_t copies_ = 0;  // completing_in_copy: copy() calls so far
 
  private:
   // Hands a frame to its rank's core: the landing variants write a data
@@ -641,6 +655,11 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
   }
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
   if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});
+}
+
+void Endpoint::copy(void* dst, const void* src, std::size_t bytes) {
+  collie::Transport::copy(dst, src, bytes);
+  if (bug() == LOOPBACK_COMPLETE_INSIDE_COPY && ++world_.copies_ % every() == 0) world_.complete_one_now(rank_);
 }
 
 collie::InProcessBackend* create(const collie::BackendOptions* o) {

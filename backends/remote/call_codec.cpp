@@ -52,6 +52,7 @@ EncodedCall encode_call(const DistCall& c, int rank) {
   if (spec.timeout && c.timeout_ns > 0) h["timeout_ns"] = c.timeout_ns;
   if (c.kind == OpKind::kMonitoredBarrier) h["wait_all_ranks"] = c.wait_all_ranks;
   if (c.must_be_pending) h["must_be_pending"] = true;
+  if (c.async && c.poll_ns > 0) h["poll_ns"] = c.poll_ns;
   if (spec.splits) {
     if (!c.input_splits.empty()) h["input_split_sizes"] = c.input_splits;
     if (!c.output_splits.empty()) h["output_split_sizes"] = c.output_splits;
@@ -110,6 +111,7 @@ DecodedCall decode_call(const json& h, const std::vector<std::vector<std::byte>>
   c.timeout_ns = h.value("timeout_ns", Nanos{0});
   c.wait_all_ranks = h.value("wait_all_ranks", false);
   c.must_be_pending = h.value("must_be_pending", false);
+  c.poll_ns = h.value("poll_ns", Nanos{0});
   c.input_splits = h.value("input_split_sizes", std::vector<std::size_t>{});
   c.output_splits = h.value("output_split_sizes", std::vector<std::size_t>{});
 

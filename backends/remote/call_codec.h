@@ -14,6 +14,12 @@
 //             (the call's own timeout), "wait_all_ranks",
 //   "input_split_sizes", "output_split_sizes" (elements)
 //             -- each only where the op takes it and it is not the default
+//   "must_be_pending"  the call cannot have completed when issued: a handle
+//             saying is_completed() at once is wrong (DistCall::must_be_pending)
+//   "poll_ns" (async only) when told to wait, first poll the handle's
+//             is_completed() (MPI_Test) for up to this long, without
+//             waiting; an op that completes only inside wait() then fails
+//             (DistCall::poll_ns)
 //   "layout"  how many buffers each slot holds, in slot order:
 //             {"tensor": 1, "list": 4, "output": 1}; a slot this rank does
 //             not pass (scatter's list off the root) is absent

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "backends/remote/call_codec.h"
 #include "backends/remote/op_protocol.h"
@@ -248,11 +250,34 @@ class Server {
     }
   }
 
+  // Polls an async op's handle as a program spinning on is_completed()
+  // does, for up to the call's poll_ns: true when it completed so.
+  bool completes_when_polled(Op& o) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::nanoseconds(o.decoded.call.poll_ns);
+    auto done = [&o] { return o.work.is_completed(); };
+    while (!hooks_.poll(done)) {
+      if (std::chrono::steady_clock::now() >= give_up) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
   void complete(std::uint64_t id, Op& o) {
+    const bool polled = o.decoded.call.async && o.decoded.call.poll_ns > 0 && hooks_.poll;
+    const bool done_when_polled = polled && completes_when_polled(o);
     try {
       o.work.wait();
     } catch (...) {
       reply_error(id, std::current_exception());
+      return;
+    }
+    if (polled && !done_when_polled) {
+      reply_error(id, std::make_exception_ptr(std::runtime_error(
+                          "collie: " + std::string(o.decoded.call.name()) + "'s handle did not complete in " +
+                          std::to_string(o.decoded.call.poll_ns / 1'000'000) +
+                          " ms of polling without a wait (MPI_Test, is_completed()), every member having issued "
+                          "it; wait() then completed it: the op progresses only inside wait(), and a program "
+                          "that polls its handle before waiting spins for ever")));
       return;
     }
     if (const std::string changed = changed_buffers(o); !changed.empty()) {

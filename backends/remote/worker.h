@@ -42,6 +42,14 @@ struct WorkerHooks {
   // then seen. For a Dist without op timeouts (a run's timeout would need a
   // group of its own). False: every run makes its world group.
   bool world_is_the_default_group = false;
+
+  // One step of a program polling a handle instead of waiting for it: the
+  // library advances without blocking (LibraryExecutor::poll: MPI_Test on
+  // each request, cudaEventQuery) and `done()` is returned. An async op
+  // sent with "poll_ns" is polled so before it is waited for, and fails when
+  // it completed only inside wait(). Empty: such an op is waited for at
+  // once (collie's core over TCP: its Works complete as frames arrive).
+  std::function<bool(const std::function<bool()>& done)> poll;
 };
 
 // Connects to COLLIE_CONTROLLER, proves COLLIE_JOB_TOKEN as rank

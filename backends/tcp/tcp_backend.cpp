@@ -91,6 +91,7 @@ BackendInfo make_tcp_backend() {
       "process on one event loop (collie conformance)";
   info.selection = "--backend tcp (collie run: --in-process for one process; collie conformance: --processes for one per rank)";
   info.simulated = false;
+  info.wall_clock = true;
   info.create = [](const BackendOptions& o) { return std::make_unique<TcpWorld>(o); };
   info.start = start_tcp_processes;
   return info;

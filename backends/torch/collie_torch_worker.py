@@ -166,6 +166,34 @@ class Buffer:
         self.tensor.copy_(flat.reshape(shape))
         self.place = self.where()
 
+    @classmethod
+    def chunks(cls, specs, blobs):
+        """A list operand's tensors as adjacent views of one storage, as
+        `torch.empty(n * k).chunk(n)` or a flat bucket's `split()` makes them
+        (a library that flattens such a list by its storage, and misplaces
+        it, is seen), guarded before the first and after the last."""
+        dtype = DTYPES[specs[0]["dtype"]]
+        counts = [spec["count"] for spec in specs]
+        size = torch.empty(0, dtype=dtype).element_size()
+        guard = max(1, GUARD_BYTES // size)
+        store = torch.empty(guard + sum(counts) + guard, dtype=dtype, device=DEVICE)
+        bits = store.view(BITS[size])
+        pattern = guard_pattern(BITS[size], store.numel(), DEVICE)
+        bits.copy_(pattern)
+        parts, at = [], guard
+        for spec, blob, n in zip(specs, blobs, counts):
+            shape = list(spec["shape"]) if "shape" in spec else [n]
+            b = cls.__new__(cls)
+            b.bits, b.pattern, b.gaps = bits, pattern, None
+            b.first, b.end = guard, guard + sum(counts)  # the list's span: its parts are one another's neighbours
+            b.tensor = store[at:at + n].view(shape)
+            if n:
+                b.tensor.copy_(torch.frombuffer(bytearray(blob), dtype=dtype).reshape(shape))
+            b.place = b.where()
+            parts.append(b)
+            at += n
+        return parts
+
     def where(self):
         t = self.tensor
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.storage_offset())
@@ -459,6 +487,17 @@ class Worker:
             self.kept_bytes -= len(self.kept.popleft()[4])
 
     @staticmethod
+    def completes_when_polled(work, poll_ns):
+        """Polls `work.is_completed()` for up to poll_ns without waiting, as a
+        program spinning on it does: True once it said so."""
+        give_up = time.monotonic_ns() + poll_ns
+        while not work.is_completed():
+            if time.monotonic_ns() >= give_up:
+                return False
+            time.sleep(0.0002)  # the library's threads (and other ranks) run meanwhile
+        return True
+
+    @staticmethod
     def wait_again(work, tensors, outs):
         """A second wait() on a completed Work, after the program wrote to
         the op's outputs: it must leave them alone (a backend that landed its
@@ -487,6 +526,7 @@ class Worker:
         tensors = [b.tensor for b in buffers]
         writes = [k for k in head.get("writes", []) if k < len(tensors)]
         said_done_with = None  # the outputs when the Work said is_completed() before wait()
+        not_polled_done = False  # polled (head's poll_ns) and never said is_completed() before wait()
         try:
             if work is not None:
                 if isinstance(work, list):  # batch_isend_irecv's requests
@@ -494,6 +534,10 @@ class Worker:
                         w.wait()
                     waited = work
                 else:
+                    # A program may spin on is_completed() before it waits
+                    # (torch: "returns True if completed"); the harness asks
+                    # so only of calls every member has issued.
+                    not_polled_done = head.get("poll_ns") and not self.completes_when_polled(work, head["poll_ns"])
                     # A Work that says it completed must have its outputs in
                     # place: they may not change in wait() after that.
                     if work.is_completed():
@@ -503,6 +547,13 @@ class Worker:
                     else:
                         work.wait()
                     waited = [work]
+                if not_polled_done:
+                    self.reply_error(op_id, RuntimeError(
+                        "collie: %s's Work.is_completed() stayed False for %d ms of polling without wait(), every "
+                        "member having issued it; wait() then completed it: the op progresses only inside wait(), "
+                        "and a program that polls is_completed() before waiting spins for ever"
+                        % (op, head["poll_ns"] // 1000000)))
+                    return
                 # Once wait() returned, the Work says it completed (a
                 # program polling is_completed() after wait() would spin).
                 if not all(w.is_completed() for w in waited):
@@ -545,9 +596,27 @@ class Worker:
                          "not_member": not_member, "outputs": outs},
                         [now[k] for k in outs])
 
+    def buffers(self, head, blobs):
+        """The op's tensors as a program holds them: each in a storage of its
+        own, save that every other op (odd ids) gets each list operand as
+        adjacent views of one storage (Buffer.chunks) -- programs make lists
+        both ways. Strided runs keep their own layout."""
+        specs = head["tensors"]
+        out = [None] * len(specs)
+        at = 0
+        for slot in ("tensor", "list", "output"):
+            n = head.get("layout", {}).get(slot)
+            if n is None:
+                continue
+            part = specs[at:at + n]
+            if (n >= 2 and head["id"] % 2 == 1 and not self.strided and len({p["dtype"] for p in part}) == 1):
+                out[at:at + n] = Buffer.chunks(part, blobs[at:at + n])
+            at += n
+        return [b if b is not None else Buffer(spec, blob, self.strided) for b, spec, blob in zip(out, specs, blobs)]
+
     def op(self, head, blobs):
         op_id = head["id"]
-        buffers = [Buffer(spec, blob, self.strided) for spec, blob in zip(head["tensors"], blobs)]
+        buffers = self.buffers(head, blobs)
         tensors = [b.tensor for b in buffers]
         try:
             work, source = self.issue(head, tensors)

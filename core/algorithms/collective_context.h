@@ -79,12 +79,18 @@ class CollectiveContext {
   // dst = dst (op) src, charging this rank's compute time.
   Task<void> reduce_local(TensorView dst, TensorView src, ReduceOp op) {
     stop_if_ended();
-    if (dst.count) t_.reduce(dst.data, src.data, dst.count, dst.dtype, op);
+    if (dst.count) {
+      TransportCall call("reduce()");
+      t_.reduce(dst.data, src.data, dst.count, dst.dtype, op);
+    }
     if (dst.bytes()) co_await ComputeTime{&t_, dst.bytes()};
   }
   void copy(TensorView dst, TensorView src) {
     stop_if_ended();
-    if (dst.bytes() && dst.data != src.data) t_.copy(dst.data, src.data, dst.bytes());
+    if (dst.bytes() && dst.data != src.data) {
+      TransportCall call("copy()");
+      t_.copy(dst.data, src.data, dst.bytes());
+    }
   }
   // A scratch tensor in the transport's memory (its memory_space(), where
   // the call's tensors are too); `holder` keeps it alive, and so does every

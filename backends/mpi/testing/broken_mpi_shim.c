@@ -21,6 +21,18 @@
  *   bcast_overrun     MPI_Bcast off the root writes up to the next 8-byte
  *                     boundary past the end of a buffer whose length is not a
  *                     multiple of 8
+ *   allreduce_rank_ulp  MPI_Allreduce of MPI_DOUBLE with MPI_SUM on 3 or more
+ *                     ranks: the last rank's rounded results come out one ulp
+ *                     off (it combined in another order): within any
+ *                     rounding tolerance, but not the other ranks' bits
+ *   alltoall_swap     MPI_Alltoall on 3 or more ranks swaps the received
+ *                     blocks of comm ranks 1 and 2 (MPI_Alltoallv is right)
+ *   recv_source_wrong a blocking MPI_Recv from a named source fills
+ *                     status.MPI_SOURCE with the next comm rank (a fast path
+ *                     that does not fill the status); the data is right
+ *   test_never        MPI_Test never completes a request (flag stays 0; MPI_Wait
+ *                     and the rest are right): a program polling its
+ *                     requests spins for ever
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdlib.h>
@@ -32,6 +44,20 @@ static int bug_is(const char* name) {
 }
 
 static int is_world_prefix(MPI_Comm comm);
+
+/* Swaps the second and third blocks of `count` elements of `buf`. */
+static void swap_blocks_1_and_2(void* buf, int count, MPI_Datatype type) {
+  int type_size;
+  PMPI_Type_size(type, &type_size);
+  const size_t block = (size_t)count * (size_t)type_size;
+  unsigned char* b1 = (unsigned char*)buf + block;
+  unsigned char* b2 = b1 + block;
+  for (size_t i = 0; i < block; ++i) {
+    const unsigned char t = b1[i];
+    b1[i] = b2[i];
+    b2[i] = t;
+  }
+}
 
 int MPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   if (bug_is("send_subgroup") && comm != MPI_COMM_WORLD && dest >= 0 && !is_world_prefix(comm)) {
@@ -56,16 +82,7 @@ int MPI_Allgather(const void* in, int in_count, MPI_Datatype in_type, void* out,
   PMPI_Comm_size(comm, &size);
   if (rc == MPI_SUCCESS && out_count > 0 && bug_is("allgather_six") && size >= 6 && size % 2 == 0 &&
       (size & (size - 1)) != 0) {
-    int type_size;
-    PMPI_Type_size(out_type, &type_size);
-    const size_t block = (size_t)out_count * (size_t)type_size;
-    unsigned char* b1 = (unsigned char*)out + block;
-    unsigned char* b2 = b1 + block;
-    for (size_t i = 0; i < block; ++i) {
-      const unsigned char t = b1[i];
-      b1[i] = b2[i];
-      b2[i] = t;
-    }
+    swap_blocks_1_and_2(out, out_count, out_type);
   }
   if (rc == MPI_SUCCESS && in_count > 0 && in != MPI_IN_PLACE && bug_is("allgather_input"))
     ((unsigned char*)in)[0] ^= 1;
@@ -124,5 +141,46 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
   int rc = PMPI_Allreduce(in, out, count, type, op, comm);
   if (rc == MPI_SUCCESS && bug_is("double_sum_float") && type == MPI_DOUBLE && op == MPI_SUM)
     for (int i = 0; i < count; ++i) ((double*)out)[i] = (double)(float)((double*)out)[i];
+  int size, me;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &me);
+  if (rc == MPI_SUCCESS && bug_is("allreduce_rank_ulp") && type == MPI_DOUBLE && op == MPI_SUM && size >= 3 &&
+      me == size - 1)
+    for (int i = 0; i < count; ++i) {  /* normal, rounded (low bits set): one ulp further from 0 */
+      unsigned long long bits;
+      memcpy(&bits, (double*)out + i, 8);
+      const unsigned exponent = (unsigned)(bits >> 52) & 0x7FF;
+      if ((bits & 0xFF) && exponent != 0 && exponent != 0x7FF) ++bits;
+      memcpy((double*)out + i, &bits, 8);
+    }
+  return rc;
+}
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (bug_is("test_never")) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Test(request, flag, status);
+}
+
+int MPI_Alltoall(const void* in, int in_count, MPI_Datatype in_type, void* out, int out_count, MPI_Datatype out_type,
+                 MPI_Comm comm) {
+  int rc = PMPI_Alltoall(in, in_count, in_type, out, out_count, out_type, comm);
+  int size;
+  PMPI_Comm_size(comm, &size);
+  if (rc == MPI_SUCCESS && bug_is("alltoall_swap") && size >= 3 && out_count > 0) {
+    swap_blocks_1_and_2(out, out_count, out_type);
+  }
+  return rc;
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  int rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
+  if (rc == MPI_SUCCESS && bug_is("recv_source_wrong") && source >= 0 && status != MPI_STATUS_IGNORE) {
+    int size;
+    PMPI_Comm_size(comm, &size);
+    status->MPI_SOURCE = (source + 1) % size;
+  }
   return rc;
 }

@@ -43,6 +43,13 @@ breaks one thing:
   torch:barrier_says_done  barrier's Work says is_completed() True from the
                          moment it is issued; wait() still blocks until every
                          member entered (a program polling it leaves early)
+  torch:chunked_list_offset  all_gather whose output list is adjacent views
+                         of one storage (torch.empty(n * k).chunk(n)) gathers
+                         into that storage flat, from its start instead of
+                         the first view's offset
+  torch:done_only_in_wait  broadcast's Work says is_completed() False until
+                         wait() is called, however long ago the op completed
+                         (a program polling it before waiting spins for ever)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -231,6 +238,26 @@ class BarrierSaysDone(_Wrapped):
         return _Then(self.gloo.barrier(opts), lambda: None, says_done=True)
 
 
+class ChunkedListOffset(_Wrapped):
+    def allgather(self, output_tensors, input_tensors, opts=_c10d.AllgatherOptions()):
+        outs = output_tensors[0]
+        k = outs[0].numel() if outs else 0
+        adjacent = len(outs) > 1 and k > 0 and all(
+            t.is_contiguous() and t.storage().data_ptr() == outs[0].storage().data_ptr() and
+            t.storage_offset() == outs[0].storage_offset() + i * k for i, t in enumerate(outs))
+        if not adjacent:
+            return self.gloo.allgather(output_tensors, input_tensors, opts)
+        parts = [torch.empty_like(t) for t in outs]
+        flat = torch.empty(0, dtype=outs[0].dtype).set_(outs[0].storage(), 0, (len(outs) * k,))
+        return _Then(self.gloo.allgather([parts], input_tensors, opts),
+                     lambda: flat.copy_(torch.cat([p.reshape(-1) for p in parts])))
+
+
+class DoneOnlyInWait(_Wrapped):
+    def broadcast(self, tensors, opts=dist.BroadcastOptions()):
+        return _Then(self.gloo.broadcast(tensors, opts), lambda: None)
+
+
 class Float32Scatter(_Wrapped):
     def scatter(self, output_tensors, input_tensors, opts=_c10d.ScatterOptions()):
         if output_tensors[0].dtype != torch.float64:
@@ -312,3 +339,5 @@ dist.Backend.register_backend("float32_scatter", Float32Scatter)
 dist.Backend.register_backend("errors_as_success", ErrorsAsSuccess)
 dist.Backend.register_backend("self_zeros", SelfZeros)
 dist.Backend.register_backend("barrier_says_done", BarrierSaysDone)
+dist.Backend.register_backend("done_only_in_wait", DoneOnlyInWait)
+dist.Backend.register_backend("chunked_list_offset", ChunkedListOffset)
