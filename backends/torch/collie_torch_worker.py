@@ -561,6 +561,14 @@ class Worker:
                         "collie: Work.is_completed() returned False after wait() returned: a completed op must "
                         "say so"))
                     return
+                # ... and that it succeeded: a program checking is_success()
+                # after wait() must not read a failure (torch 1.13's Python
+                # cannot read Work.exception(): it returns a C++ exception_ptr).
+                if not all(w.is_success() for w in waited):
+                    self.reply_error(op_id, RuntimeError(
+                        "collie: wait() returned without an error, yet Work.is_success() returned False: an op "
+                        "that completed without error must say so"))
+                    return
                 if op == "irecv" and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()

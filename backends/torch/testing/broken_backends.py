@@ -47,6 +47,9 @@ breaks one thing:
                          of one storage (torch.empty(n * k).chunk(n)) gathers
                          into that storage flat, from its start instead of
                          the first view's offset
+  torch:success_says_failed  async all_gather's Work says is_success() False
+                         after a wait() that returned without error (a
+                         program checking it thinks the op failed)
   torch:done_only_in_wait  broadcast's Work says is_completed() False until
                          wait() is called, however long ago the op completed
                          (a program polling it before waiting spins for ever)
@@ -253,6 +256,28 @@ class ChunkedListOffset(_Wrapped):
                      lambda: flat.copy_(torch.cat([p.reshape(-1) for p in parts])))
 
 
+class _SaysFailed(_c10d.Work):
+    """`inner` as it is, but for is_success(), which says False."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def wait(self, timeout=None):
+        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+
+    def is_completed(self):
+        return self.inner.is_completed()
+
+    def is_success(self):
+        return False
+
+
+class SuccessSaysFailed(_Wrapped):
+    def allgather(self, output_tensors, input_tensors, opts=_c10d.AllgatherOptions()):
+        return _SaysFailed(self.gloo.allgather(output_tensors, input_tensors, opts))
+
+
 class DoneOnlyInWait(_Wrapped):
     def broadcast(self, tensors, opts=dist.BroadcastOptions()):
         return _Then(self.gloo.broadcast(tensors, opts), lambda: None)
@@ -341,3 +366,4 @@ dist.Backend.register_backend("self_zeros", SelfZeros)
 dist.Backend.register_backend("barrier_says_done", BarrierSaysDone)
 dist.Backend.register_backend("done_only_in_wait", DoneOnlyInWait)
 dist.Backend.register_backend("chunked_list_offset", ChunkedListOffset)
+dist.Backend.register_backend("success_says_failed", SuccessSaysFailed)
