@@ -320,7 +320,8 @@ CaseOutcome run_p2p_traffic(const RunOnEveryRank& run, int W, sim::Prng& prng, i
   return traffic_outcome(res, failure, context);
 }
 
-CaseOutcome run_long_stream(const RunOnEveryRank& run, int W, int messages, int window, const std::string& context) {
+CaseOutcome run_long_stream(const RunOnEveryRank& run, int W, int messages, int window, const std::string& context,
+                            bool batched) {
   if (W < 2) return {};
   // Message k of rank r: its count and element x.
   auto count_of = [](int k) -> std::size_t { return k % 97 == 96 ? 9000 : 1 + static_cast<std::size_t>(k % 4); };
@@ -336,14 +337,21 @@ CaseOutcome run_long_stream(const RunOnEveryRank& run, int W, int messages, int 
       out.reserve(static_cast<std::size_t>(n));
       in.reserve(static_cast<std::size_t>(n));
       std::vector<Work> sends, recvs;
+      std::vector<P2POp> batch;
       for (int k = first; k < first + n; ++k) {
         const auto count = static_cast<std::int64_t>(count_of(k));
         in.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
-        recvs.push_back(c.irecv(in.back(), prev, k % 5));
         out.emplace_back(DType::kInt64, std::vector<std::int64_t>{count});
         for (std::size_t x = 0; x < count_of(k); ++x) out.back().set_int(x, value(me, k, x));
+        if (batched) {
+          batch.push_back(P2POp{false, in.back(), prev, k % 5});
+          batch.push_back(P2POp{true, out.back(), next, k % 5});
+          continue;
+        }
+        recvs.push_back(c.irecv(in.back(), prev, k % 5));
         sends.push_back(c.isend(out.back(), next, k % 5));
       }
+      if (batched) recvs.push_back(c.batch_isend_irecv(batch));
       co_await wait_all(recvs);
       for (int i = 0; i < n && failure.empty(); ++i) {
         const int k = first + i;

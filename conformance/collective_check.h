@@ -85,9 +85,11 @@ std::string run_p2p_traffic(LocalWorld& world, sim::Prng& prng, int per_rank, co
 // 97th is 9,000 (72 KB: above the default eager threshold, a rendezvous).
 // Every element is checked. Thousands of frames on each channel: channel
 // sequence numbers, rendezvous ids and a transport's own counters go past
-// 2^8 (and past 2^16 with 70,000 messages).
+// 2^8 (and past 2^16 with 70,000 messages). `batched`: each window's
+// receives and sends are one batch_isend_irecv (one op for a library's
+// process to run, its messages the same).
 CaseOutcome run_long_stream(const RunOnEveryRank& run, int world, int messages, int window,
-                            const std::string& context = "");
+                            const std::string& context = "", bool batched = false);
 
 // The same traffic as run_p2p_traffic, each rank issuing all its sends and
 // receives in one batch_isend_irecv (receives first, in a random order of

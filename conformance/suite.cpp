@@ -1066,6 +1066,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
                [messages](const RunOnEveryRank& run) { return run_long_stream(run, 2, messages, 64, ""); },
                std::to_string(messages) + " messages each way on one world of 2, 64 in flight");
     }
+    // Past 2^12 messages on one peer's channel through libraries too, in
+    // batches of 64 (one op of a rank's process each): a torch backend
+    // whose receives took the payload of the message 2,048 earlier from
+    // the 2,049th on passed (the 1,500 above was the longest through a
+    // library).
+    long_run("stream_4100_messages_in_batches", 2,
+             [](const RunOnEveryRank& run) { return run_long_stream(run, 2, 4100, 64, "", true); },
+             "4,100 messages each way on one world of 2, in batch_isend_irecv calls of 64 each way");
     // 4,096 messages in flight each way at once (the streams keep 64, the
     // 1,100 collectives about 1,000): a transport staging frames in a ring
     // of 1,024 slots, overwriting one still in flight, passed everything

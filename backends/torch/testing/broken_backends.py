@@ -50,6 +50,10 @@ breaks one thing:
   torch:success_says_failed  async all_gather's Work says is_success() False
                          after a wait() that returned without error (a
                          program checking it thinks the op failed)
+  torch:recv_ring_2048   receives from one peer go through a ring of 2,048
+                         slots that is never refreshed: from the 2,049th on,
+                         a receive gets the payload of the one 2,048 earlier
+                         (when its shape and dtype match)
   torch:done_only_in_wait  broadcast's Work says is_completed() False until
                          wait() is called, however long ago the op completed
                          (a program polling it before waiting spins for ever)
@@ -57,6 +61,7 @@ breaks one thing:
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
 
+import collections
 import threading
 
 import torch
@@ -278,6 +283,24 @@ class SuccessSaysFailed(_Wrapped):
         return _SaysFailed(self.gloo.allgather(output_tensors, input_tensors, opts))
 
 
+class RecvRing2048(_Wrapped):
+    def __init__(self, *a):
+        super().__init__(*a)
+        self._landed = {}  # by source: the payloads received so far, the latest 2,049
+
+    def recv(self, tensors, src, tag):
+        t = tensors[0]
+        ring = self._landed.setdefault(src, collections.deque())
+
+        def land():
+            ring.append(t.clone())
+            if len(ring) > 2048:
+                stale = ring.popleft()
+                if stale.shape == t.shape and stale.dtype == t.dtype:
+                    t.copy_(stale)
+        return _Then(self.gloo.recv(tensors, src, tag), land)
+
+
 class DoneOnlyInWait(_Wrapped):
     def broadcast(self, tensors, opts=dist.BroadcastOptions()):
         return _Then(self.gloo.broadcast(tensors, opts), lambda: None)
@@ -367,3 +390,4 @@ dist.Backend.register_backend("barrier_says_done", BarrierSaysDone)
 dist.Backend.register_backend("done_only_in_wait", DoneOnlyInWait)
 dist.Backend.register_backend("chunked_list_offset", ChunkedListOffset)
 dist.Backend.register_backend("success_says_failed", SuccessSaysFailed)
+dist.Backend.register_backend("recv_ring_2048", RecvRing2048)
