@@ -105,12 +105,16 @@ bool MpiExecutor::progress() {
     if (rc != MPI_SUCCESS) throw Error(ErrorKind::kTransport, OpContext{}, "MPI_Waitany: " + mpi_error(rc));
     return true;
   }
-  if (rc != MPI_SUCCESS && status.MPI_ERROR == MPI_SUCCESS) status.MPI_ERROR = rc;
-  auto then = std::move(thens_[static_cast<std::size_t>(index)]);
-  requests_.erase(requests_.begin() + index);
-  thens_.erase(thens_.begin() + index);
-  then(status);
+  finish(static_cast<std::size_t>(index), rc, status);
   return true;
+}
+
+void MpiExecutor::finish(std::size_t index, int rc, MPI_Status& status) {
+  if (rc != MPI_SUCCESS && status.MPI_ERROR == MPI_SUCCESS) status.MPI_ERROR = rc;
+  auto then = std::move(thens_[index]);
+  requests_.erase(requests_.begin() + static_cast<std::ptrdiff_t>(index));
+  thens_.erase(thens_.begin() + static_cast<std::ptrdiff_t>(index));
+  then(status);  // may watch() new requests
 }
 
 void MpiExecutor::test() {
@@ -123,12 +127,7 @@ void MpiExecutor::test() {
       ++k;
       continue;
     }
-    if (rc != MPI_SUCCESS && status.MPI_ERROR == MPI_SUCCESS) status.MPI_ERROR = rc;
-    auto then = std::move(thens_[k]);
-    requests_.erase(requests_.begin() + static_cast<std::ptrdiff_t>(k));
-    thens_.erase(thens_.begin() + static_cast<std::ptrdiff_t>(k));
-    then(status);  // may watch() new requests: they are tested from the next call
-    return;
+    return finish(k, rc, status);  // one per call: what it watches is tested from the next
   }
 }
 

@@ -63,6 +63,9 @@ class MpiExecutor final : public LibraryExecutor {
   // MPI_Wait does is found out by a polled op (CollectiveOptions::poll_ns).
   void test() override;
   std::string deadlock_text() const override { return "no MPI request is outstanding"; }
+  // Request `index` completed (MPI's return code `rc`, its status): drops it
+  // and runs its continuation.
+  void finish(std::size_t index, int rc, MPI_Status& status);
 
   std::vector<MPI_Request> requests_;
   std::vector<std::function<void(const MPI_Status&)>> thens_;
