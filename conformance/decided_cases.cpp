@@ -589,11 +589,13 @@ void barriers(std::vector<DecidedCase>& out) {
 Nanos expiring_deadline(bool library) { return library ? 300'000'000 : 100'000'000; }
 
 void call_timeout(std::vector<DecidedCase>& out) {
-  // all_reduce, and the calls a library may time out apart: a barrier and a
+  // all_reduce, and the calls a library may time out apart: a barrier, a
   // broadcast's receiver (a Work.wait(timeout) honoured by all_reduce alone
-  // passed).
-  for (CollectiveKind op : {CollectiveKind::kAllReduce, CollectiveKind::kBarrier, CollectiveKind::kBroadcast}) {
-    DecidedCase d = targeted("call_timeout", collective_name(op) + "_own_deadline", 2,
+  // passed), a receive from any source and an irecv (a receive's
+  // wait(timeout) that waited the group's timeout passed).
+  for (TimedOp op :
+       {TimedOp::kAllReduce, TimedOp::kBarrier, TimedOp::kBroadcast, TimedOp::kRecvAnySource, TimedOp::kIrecv}) {
+    DecidedCase d = targeted("call_timeout", timed_op_name(op) + "_own_deadline", 2,
                              [op](const RunOnEveryRank& run, const std::string& context, bool library) {
                                return run_call_timeout(run, 2, {1, 0}, 1, 8'000'000'000, expiring_deadline(library),
                                                        context, op);

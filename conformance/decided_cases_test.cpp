@@ -31,10 +31,10 @@ class ForwardingDist : public Dist {
   Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override {
     return d_.new_group(std::move(ranks), timeout_ns, std::move(name));
   }
-  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, dst, tag, g); }
-  Work isend(TensorView t, int dst, int tag, const Group& g) override { return d_.isend(t, dst, tag, g); }
-  Work recv(TensorView t, int src, int tag, const Group& g) override { return d_.recv(t, src, tag, g); }
-  Work irecv(TensorView t, int src, int tag, const Group& g) override { return d_.irecv(t, src, tag, g); }
+  Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, dst, tag, g, to); }
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.isend(t, dst, tag, g, to); }
+  Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.recv(t, src, tag, g, to); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.irecv(t, src, tag, g, to); }
   Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
     return d_.broadcast(t, src, g, o);
   }
@@ -173,9 +173,9 @@ class BarrierReleasingAfterOneMs final : public ForwardingDist {
 class GroupRankSource final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work recv(TensorView t, int src, int tag, const Group& g) override { return to_group_rank(d_.recv(t, src, tag, g), g); }
-  Work irecv(TensorView t, int src, int tag, const Group& g) override {
-    return to_group_rank(d_.irecv(t, src, tag, g), g);
+  Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return to_group_rank(d_.recv(t, src, tag, g, to), g); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override {
+    return to_group_rank(d_.irecv(t, src, tag, g, to), g);
   }
 
  private:
@@ -195,10 +195,10 @@ class GroupRankSource final : public ForwardingDist {
 class SixteenBitTags final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work isend(TensorView t, int dst, int tag, const Group& g) override { return d_.isend(t, dst, tag & 0xffff, g); }
-  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, dst, tag & 0xffff, g); }
-  Work recv(TensorView t, int src, int tag, const Group& g) override { return d_.recv(t, src, tag & 0xffff, g); }
-  Work irecv(TensorView t, int src, int tag, const Group& g) override { return d_.irecv(t, src, tag & 0xffff, g); }
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.isend(t, dst, tag & 0xffff, g, to); }
+  Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, dst, tag & 0xffff, g, to); }
+  Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.recv(t, src, tag & 0xffff, g, to); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.irecv(t, src, tag & 0xffff, g, to); }
 };
 
 // all_to_all_single swaps its input and output split sizes (an invalid call
@@ -269,13 +269,13 @@ class BarrierAfterBarrierAtOnce final : public ForwardingDist {
 class BarrierAfterP2PAtOnce final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work isend(TensorView t, int dst, int tag, const Group& g) override {
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override {
     p2p_on_ = g.state();
-    return d_.isend(t, dst, tag, g);
+    return d_.isend(t, dst, tag, g, to);
   }
-  Work irecv(TensorView t, int src, int tag, const Group& g) override {
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override {
     p2p_on_ = g.state();
-    return d_.irecv(t, src, tag, g);
+    return d_.irecv(t, src, tag, g, to);
   }
   Work barrier(const Group& g, CollectiveOptions o) override {
     const bool after_p2p = p2p_on_ && p2p_on_ == g.state();
@@ -304,7 +304,7 @@ class AllGatherSwapsOnSix final : public ForwardingDist {
 class SendsToGroupRank final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work send(TensorView t, int dst, int tag, const Group& g) override { return d_.send(t, wrong(dst, g), tag, g); }
+  Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, wrong(dst, g), tag, g, to); }
 
  private:
   static int wrong(int dst, const Group& g) {
@@ -326,6 +326,9 @@ class CallTimeoutsForAllReduceOnly final : public ForwardingDist {
     o.timeout_ns = 0;
     return d_.broadcast(t, src, g, o);
   }
+  // A receive's Work.wait(timeout) that waits the group's timeout.
+  Work recv(TensorView t, int src, int tag, const Group& g, Nanos) override { return d_.recv(t, src, tag, g, 0); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos) override { return d_.irecv(t, src, tag, g, 0); }
 };
 
 // all_reduce of a 0-d tensor reduces nothing (a library that reduces
@@ -503,7 +506,8 @@ TEST(BrokenDists, SendToAGroupRankInAGroupFailsTheRing) {
 TEST(BrokenDists, CallTimeoutHonouredByAllReduceOnlyFailsTheOthers) {
   const auto outcomes = run_feature<CallTimeoutsForAllReduceOnly>("call_timeout");
   EXPECT_EQ(outcomes.at("call_timeout/all_reduce_own_deadline").failure, "");
-  for (const char* name : {"call_timeout/barrier_own_deadline", "call_timeout/broadcast_own_deadline"}) {
+  for (const char* name : {"call_timeout/barrier_own_deadline", "call_timeout/broadcast_own_deadline",
+                           "call_timeout/recv_any_source_own_deadline", "call_timeout/irecv_own_deadline"}) {
     EXPECT_NE(outcomes.at(name).failure.find("its own was not honoured"), std::string::npos) << name;
   }
 }

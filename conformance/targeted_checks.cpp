@@ -447,15 +447,30 @@ CaseOutcome run_group_timeout(const RunOnEveryRank& run, int /*world*/, const st
   return out;
 }
 
+std::string timed_op_name(TimedOp op) {
+  switch (op) {
+    case TimedOp::kAllReduce: return "all_reduce";
+    case TimedOp::kBarrier: return "barrier";
+    case TimedOp::kBroadcast: return "broadcast";
+    case TimedOp::kRecvAnySource: return "recv_any_source";
+    case TimedOp::kIrecv: return "irecv";
+  }
+  return "?";
+}
+
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std::vector<int>& named, int caller,
-                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context,
-                             CollectiveKind op) {
-  // The member the caller's broadcast waits for (it never calls).
-  const int root = sorted(named).front() == caller ? sorted(named).back() : sorted(named).front();
-  const std::string call = op == CollectiveKind::kBarrier     ? "barrier()"
-                           : op == CollectiveKind::kBroadcast ? "broadcast(float32 x 4, root " + std::to_string(root) + ")"
-                                                              : "all_reduce(float32 x 4)";
-  const std::string what = call + " by rank " + std::to_string(caller) + " alone on " + list_of(sorted(named)) +
+                             Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context, TimedOp op) {
+  // The member the caller's broadcast or irecv waits for (it never calls).
+  const int peer = sorted(named).front() == caller ? sorted(named).back() : sorted(named).front();
+  std::string call;
+  switch (op) {
+    case TimedOp::kAllReduce: call = "all_reduce(float32 x 4)"; break;
+    case TimedOp::kBarrier: call = "barrier()"; break;
+    case TimedOp::kBroadcast: call = "broadcast(float32 x 4, root " + std::to_string(peer) + ")"; break;
+    case TimedOp::kRecvAnySource: call = "recv(float32 x 4) from any source, none sending,"; break;
+    case TimedOp::kIrecv: call = "irecv(float32 x 4) from rank " + std::to_string(peer) + ", which never sends,"; break;
+  }
+  const std::string what = call + " by rank " + std::to_string(caller) + " on " + list_of(sorted(named)) +
                            " (group timeout " + ms_text(group_timeout_ns) + ") with its own timeout " + ms_text(call_timeout_ns);
   TimedCall r;
   auto program = [&](Dist& c) -> Task<void> {
@@ -464,18 +479,22 @@ CaseOutcome run_call_timeout(const RunOnEveryRank& run, int /*world*/, const std
     Tensor t(DType::kFloat32, {4});
     const Nanos t0 = c.executor().now();
     const CollectiveOptions own{Algorithm::kAuto, call_timeout_ns, false};
-    co_await await_timed(c.executor(), t0,
-                         op == CollectiveKind::kBarrier     ? c.barrier(g, own)
-                         : op == CollectiveKind::kBroadcast ? c.broadcast(t, root, g, own)
-                                                            : c.all_reduce(t, ReduceOp::kSum, g, own),
-                         r);
+    Work w;
+    switch (op) {
+      case TimedOp::kAllReduce: w = c.all_reduce(t, ReduceOp::kSum, g, own); break;
+      case TimedOp::kBarrier: w = c.barrier(g, own); break;
+      case TimedOp::kBroadcast: w = c.broadcast(t, peer, g, own); break;
+      case TimedOp::kRecvAnySource: w = c.recv(t, kAnySource, 3, g, call_timeout_ns); break;
+      case TimedOp::kIrecv: w = c.irecv(t, peer, 3, g, call_timeout_ns); break;
+    }
+    co_await await_timed(c.executor(), t0, std::move(w), r);
   };
   const RunResult res = run(program);
   if (!res.ok()) return failed_run(res, with_context(what, context));
   CaseOutcome out;
   const Nanos latest = call_timeout_ns + (group_timeout_ns - call_timeout_ns) / 2;
   if (!r.failed)
-    out.failure = "it completed after " + ms_text(r.elapsed) + " though no other member called it";
+    out.failure = "it completed after " + ms_text(r.elapsed) + " though no other member called it or sent";
   else if (r.elapsed < call_timeout_ns)
     out.failure = "it failed after " + ms_text(r.elapsed) + ", before its own deadline: " + r.error;
   else if (r.elapsed > latest)

@@ -78,14 +78,24 @@ CaseOutcome run_group_timeout(const RunOnEveryRank& run, int world, const std::v
                               Nanos group_timeout_ns, Nanos latest_ns, const std::string& context = "",
                               bool all_reduce = false);
 
+// What run_call_timeout's caller issues: a collective no other member
+// joins, or a receive from a member that never sends.
+enum class TimedOp {
+  kAllReduce,
+  kBarrier,
+  kBroadcast,        // from a member that never calls
+  kRecvAnySource,    // blocking recv from any source
+  kIrecv,            // irecv from a named member, then wait
+};
+std::string timed_op_name(TimedOp op);  // "all_reduce", ..., "recv_any_source", "irecv"
+
 // A call's own timeout: on a group created from `named` with the group
-// timeout `group_timeout_ns`, `caller` issues `op` -- all_reduce, barrier,
-// or broadcast from a member that never calls -- with its own timeout
-// `call_timeout_ns` (Work.wait(timeout) in torch) that no other member
-// joins. It must fail with an error at its own deadline: not before it, and
+// timeout `group_timeout_ns`, `caller` issues `op` with its own timeout
+// `call_timeout_ns` (Work.wait(timeout) in torch); nobody else calls or
+// sends. It must fail with an error at its own deadline: not before it, and
 // well before the group's (at most halfway from one to the other).
 CaseOutcome run_call_timeout(const RunOnEveryRank& run, int world, const std::vector<int>& named, int caller,
                              Nanos group_timeout_ns, Nanos call_timeout_ns, const std::string& context = "",
-                             CollectiveKind op = CollectiveKind::kAllReduce);
+                             TimedOp op = TimedOp::kAllReduce);
 
 }  // namespace collie::conformance

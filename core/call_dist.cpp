@@ -21,9 +21,9 @@ DistCall collective(OpKind kind, const Group& g, const CollectiveOptions& o) {
   return c;
 }
 
-DistCall p2p(OpKind kind, bool async, TensorView t, int peer, int tag, const Group& g) {
+DistCall p2p(OpKind kind, bool async, TensorView t, int peer, int tag, const Group& g, Nanos timeout_ns) {
   DistCall c = make(kind, async, g);
-  c.tensor = t, c.peer = peer, c.tag = tag;
+  c.tensor = t, c.peer = peer, c.tag = tag, c.timeout_ns = timeout_ns;
   return c;
 }
 
@@ -31,10 +31,18 @@ std::vector<TensorView> list_of(std::span<const TensorView> l) { return {l.begin
 
 }  // namespace
 
-Work CallDist::send(TensorView t, int dst, int tag, const Group& g) { return call(p2p(OpKind::kSend, false, t, dst, tag, g)); }
-Work CallDist::isend(TensorView t, int dst, int tag, const Group& g) { return call(p2p(OpKind::kSend, true, t, dst, tag, g)); }
-Work CallDist::recv(TensorView t, int src, int tag, const Group& g) { return call(p2p(OpKind::kRecv, false, t, src, tag, g)); }
-Work CallDist::irecv(TensorView t, int src, int tag, const Group& g) { return call(p2p(OpKind::kRecv, true, t, src, tag, g)); }
+Work CallDist::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return call(p2p(OpKind::kSend, false, t, dst, tag, g, timeout_ns));
+}
+Work CallDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return call(p2p(OpKind::kSend, true, t, dst, tag, g, timeout_ns));
+}
+Work CallDist::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return call(p2p(OpKind::kRecv, false, t, src, tag, g, timeout_ns));
+}
+Work CallDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return call(p2p(OpKind::kRecv, true, t, src, tag, g, timeout_ns));
+}
 
 Work CallDist::broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) {
   DistCall c = collective(OpKind::kBroadcast, g, o);

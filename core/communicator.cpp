@@ -290,14 +290,21 @@ int Communicator::global_rank(const Group& g, int group_rank) const {
 
 // ---- point-to-point ---------------------------------------------------------
 
-Work Communicator::send(TensorView t, int dst, int tag, const Group& g) { return p2p(true, true, t, dst, tag, g); }
-Work Communicator::isend(TensorView t, int dst, int tag, const Group& g) { return p2p(true, false, t, dst, tag, g); }
-Work Communicator::recv(TensorView t, int src, int tag, const Group& g) { return p2p(false, true, t, src, tag, g); }
-Work Communicator::irecv(TensorView t, int src, int tag, const Group& g) {
-  return p2p(false, false, t, src, tag, g);
+Work Communicator::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p(true, true, t, dst, tag, g, timeout_ns);
+}
+Work Communicator::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p(true, false, t, dst, tag, g, timeout_ns);
+}
+Work Communicator::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p(false, true, t, src, tag, g, timeout_ns);
+}
+Work Communicator::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p(false, false, t, src, tag, g, timeout_ns);
 }
 
-Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& group) {
+Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& group,
+                       Nanos timeout_ns) {
   GroupState& g = resolve(group);
   const std::string op = is_send ? (blocking ? "send" : "isend") : (blocking ? "recv" : "irecv");
   if (g.my_rank < 0) return completed_work(&t_, true, op + " on " + g.name + ": not a member");
@@ -343,7 +350,7 @@ Work Communicator::p2p(bool is_send, bool blocking, TensorView t, int peer, int 
     w = engine_.recv(s, info);
   }
   w->info = info;
-  watch(info, w, g, 0, false);
+  watch(info, w, g, timeout_ns, false);
   return Work(std::move(w));
 }
 

@@ -99,11 +99,11 @@ class Communicator final : public Dist {
   // (src, dst, group, tag) never overtake each other.
   // send(): the blocking form; a send to this rank itself is an error (it
   // could never complete). isend() to itself matches a local irecv().
-  Work send(TensorView t, int dst, int tag = 0, const Group& g = {}) override;
-  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}) override;
+  Work send(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
+  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
   // src may be kAnySource; Work::source_rank() tells who sent.
-  Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) override;
-  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) override;
+  Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
+  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
 
   // ---- collectives -------------------------------------------------------
   Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {}) override;
@@ -164,7 +164,7 @@ class Communicator final : public Dist {
   struct CollectiveCall;
   GroupState& resolve(const Group& g);
   const GroupState& resolve(const Group& g) const;
-  Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g);
+  Work p2p(bool is_send, bool blocking, TensorView t, int peer, int tag, const Group& g, Nanos timeout_ns);
   // Starts a collective whose algorithm is `body(CollectiveContext&)`, a
   // callable returning Task<void> (defined and used in communicator.cpp).
   template <typename Body>

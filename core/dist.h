@@ -127,10 +127,14 @@ class Dist {
   // Messages with the same (src, dst, group, tag) never overtake each other.
   // send() and recv() are the blocking forms (the caller awaits them at
   // once); a blocking send to this rank itself is an error.
-  virtual Work send(TensorView t, int dst, int tag = 0, const Group& g = {}) = 0;
-  virtual Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}) = 0;
-  virtual Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) = 0;
-  virtual Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}) = 0;
+  // `timeout_ns`: the call's own timeout, overriding the group's (0:
+  // inherit): an op not complete by then fails with a timeout error naming
+  // it (torch: Work.wait(timeout) on the handle of isend/irecv). Where the
+  // op goes after it timed out is unspecified (torch: it keeps running).
+  virtual Work send(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
+  virtual Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
+  virtual Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
+  virtual Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
 
   // ---- collectives -------------------------------------------------------
   virtual Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {}) = 0;

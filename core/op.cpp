@@ -23,7 +23,7 @@ constexpr Operand as_blocks(Operand o) {
 constexpr OpSpec p2p(OpKind k, std::string_view name, std::string_view async_name, std::string_view peer_key,
                      bool any_source, Operand tensor, std::string_view summary) {
   return OpSpec{k,     name,  async_name, OpFamily::kPointToPoint, CollectiveKind::kNone, peer_key, false, any_source,
-                true,  false, false,      false,                   false,                 true,     true,
+                true,  false, false,      false,                   true,                  true,     true,
                 {tensor, kNoOperand, kNoOperand}, summary};
 }
 // A collective: `root_key` names its root ("src"/"dst"; empty: none).
@@ -155,8 +155,10 @@ Work dispatch(Dist& d, const DistCall& c) {
   const Group& g = c.group;
   const CollectiveOptions o = c.options();
   switch (c.kind) {
-    case OpKind::kSend: return c.async ? d.isend(c.tensor, c.peer, c.tag, g) : d.send(c.tensor, c.peer, c.tag, g);
-    case OpKind::kRecv: return c.async ? d.irecv(c.tensor, c.peer, c.tag, g) : d.recv(c.tensor, c.peer, c.tag, g);
+    case OpKind::kSend:
+      return c.async ? d.isend(c.tensor, c.peer, c.tag, g, c.timeout_ns) : d.send(c.tensor, c.peer, c.tag, g, c.timeout_ns);
+    case OpKind::kRecv:
+      return c.async ? d.irecv(c.tensor, c.peer, c.tag, g, c.timeout_ns) : d.recv(c.tensor, c.peer, c.tag, g, c.timeout_ns);
     case OpKind::kBroadcast: return d.broadcast(c.tensor, c.peer, g, o);
     case OpKind::kReduce: return d.reduce(c.tensor, c.peer, c.reduce_op, g, o);
     case OpKind::kAllReduce: return d.all_reduce(c.tensor, c.reduce_op, g, o);

@@ -61,10 +61,10 @@ class RecordingDist final : public Dist {
   Executor& executor() override { throw std::logic_error("no executor"); }
   Group world() const override { return {}; }
   Group new_group(std::vector<int>, Nanos, std::string) override { return {}; }
-  Work send(TensorView t, int dst, int tag, const Group&) override { return p2p("send", t, dst, tag); }
-  Work isend(TensorView t, int dst, int tag, const Group&) override { return p2p("isend", t, dst, tag); }
-  Work recv(TensorView t, int src, int tag, const Group&) override { return p2p("recv", t, src, tag); }
-  Work irecv(TensorView t, int src, int tag, const Group&) override { return p2p("irecv", t, src, tag); }
+  Work send(TensorView t, int dst, int tag, const Group&, Nanos to) override { return p2p("send", t, dst, tag, to); }
+  Work isend(TensorView t, int dst, int tag, const Group&, Nanos to) override { return p2p("isend", t, dst, tag, to); }
+  Work recv(TensorView t, int src, int tag, const Group&, Nanos to) override { return p2p("recv", t, src, tag, to); }
+  Work irecv(TensorView t, int src, int tag, const Group&, Nanos to) override { return p2p("irecv", t, src, tag, to); }
   Work broadcast(TensorView t, int src, const Group&, CollectiveOptions o) override {
     return one("broadcast", t, src, o);
   }
@@ -131,11 +131,12 @@ class RecordingDist final : public Dist {
   }
 
  private:
-  Work p2p(const char* name, TensorView t, int peer, int tag) {
+  Work p2p(const char* name, TensorView t, int peer, int tag, Nanos timeout_ns) {
     called = name;
     seen.tensor = t;
     seen.peer = peer;
     seen.tag = tag;
+    seen.timeout_ns = timeout_ns;
     return {};
   }
   Work one(const char* name, TensorView t, int peer, CollectiveOptions o) {

@@ -112,7 +112,7 @@ struct Step {
   Expr tag;                        // p2p tag (default 0)
   ReduceOp reduce_op = ReduceOp::kSum;
   Algorithm algorithm = Algorithm::kAuto;
-  Nanos timeout_ns = 0;            // this call's timeout (collectives, monitored_barrier)
+  Nanos timeout_ns = 0;            // this call's timeout (p2p, collectives, monitored_barrier)
   bool wait_all_ranks = false;     // monitored_barrier
   std::vector<P2PStep> p2p;        // batch_isend_irecv
   std::string handle;              // async ops: the name of the Work; wait: the one to wait

@@ -240,9 +240,12 @@ Work MpiDist::run(const char* op, const Comm& c, bool async, const Start& start,
   return Work(w);
 }
 
-Work MpiDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g) {
+Work MpiDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g, Nanos timeout_ns) {
   const Comm* c = comm_of(g);
   if (!c) return completed_work(&exec_, true, std::string(op) + ": not a member");
+  if (timeout_ns > 0)
+    throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, op, "", -1, {}},
+                "a timeout of " + std::to_string(timeout_ns) + " ns was asked for; MPI has no operation timeouts");
   const MPI_Datatype dt = moved_datatype(rank_, op, t.dtype);
   const int n = count_of(t);
   int to = MPI_ANY_SOURCE;
@@ -272,10 +275,18 @@ Work MpiDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, c
   return w;
 }
 
-Work MpiDist::send(TensorView t, int dst, int tag, const Group& g) { return p2p("send", false, t, dst, tag, g); }
-Work MpiDist::isend(TensorView t, int dst, int tag, const Group& g) { return p2p("isend", true, t, dst, tag, g); }
-Work MpiDist::recv(TensorView t, int src, int tag, const Group& g) { return p2p("recv", false, t, src, tag, g); }
-Work MpiDist::irecv(TensorView t, int src, int tag, const Group& g) { return p2p("irecv", true, t, src, tag, g); }
+Work MpiDist::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p("send", false, t, dst, tag, g, timeout_ns);
+}
+Work MpiDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p("isend", true, t, dst, tag, g, timeout_ns);
+}
+Work MpiDist::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p("recv", false, t, src, tag, g, timeout_ns);
+}
+Work MpiDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+  return p2p("irecv", true, t, src, tag, g, timeout_ns);
+}
 
 namespace {
 // Cuts the contiguous `staging` of a gather into the caller's list.

@@ -86,10 +86,12 @@ class MpiDist final : public Dist {
   // Frees every communicator new_group made (a new run of the worker).
   void free_groups();
 
-  Work send(TensorView t, int dst, int tag, const Group& g) override;
-  Work isend(TensorView t, int dst, int tag, const Group& g) override;
-  Work recv(TensorView t, int src, int tag, const Group& g) override;
-  Work irecv(TensorView t, int src, int tag, const Group& g) override;
+  // MPI has no operation timeouts (MpiBackend's BackendInfo::no_timeouts):
+  // a call's timeout_ns is refused as invalid_argument, never ignored.
+  Work send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) override;
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) override;
+  Work recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) override;
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) override;
   Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override;
   Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override;
   Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override;
@@ -119,7 +121,7 @@ class MpiDist final : public Dist {
     std::uint64_t monitored = 0;       // monitored_barrier calls so far
   };
   const Comm* comm_of(const Group& g) const;  // null: not a member
-  Work p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g);
+  Work p2p(const char* op, bool async, TensorView t, int peer, int tag, const Group& g, Nanos timeout_ns);
   // Runs an MPI call, `start(request)`: blocking (request null), its result
   // is the Work's; async, the Work completes when the request does. Then
   // `after` runs (a gather's list is filled from its staging buffer).

@@ -291,12 +291,18 @@ def _any_source(group, work):
     return global_rank(group, src) if group is not dist.GroupMember.WORLD else src
 
 
-def _send(w, group, t, peer, tag, **_):
+# A blocking send or receive given its own timeout is issued as isend/irecv:
+# torch bounds only Work.wait(timeout) (complete() waits so).
+def _send(w, group, t, peer, tag, asy, **_):
+    if asy:
+        return dist.isend(t, peer, group=group, tag=tag), peer
     dist.send(t, peer, group=group, tag=tag)
     return None, peer
 
 
-def _recv(w, group, t, peer, tag, **_):
+def _recv(w, group, t, peer, tag, asy, **_):
+    if asy:
+        return dist.irecv(t, src=peer, group=group, tag=tag), peer
     return None, dist.recv(t, src=peer, group=group, tag=tag)
 
 
@@ -438,8 +444,8 @@ class Worker:
         tag = head.get("tag", 0)
         rop = reduce_op(head["reduce_op"]) if "reduce_op" in head else None
         # A call's own timeout (timeout_ns) is honoured as torch offers it:
-        # the collective is issued asynchronously and Work.wait(timeout)
-        # bounds the wait (complete()).
+        # the op is issued asynchronously and Work.wait(timeout) bounds the
+        # wait (complete()).
         asy = head.get("async", False) or bool(head.get("timeout_ns"))
         op = head["op"]
         if op not in LIBRARY_CALLS:
@@ -569,7 +575,7 @@ class Worker:
                         "collie: wait() returned without an error, yet Work.is_success() returned False: an op "
                         "that completed without error must say so"))
                     return
-                if op == "irecv" and source is None:
+                if op in ("irecv", "recv") and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()
         except Exception as e:  # noqa: BLE001 -- the library's own error, reported as is

@@ -54,6 +54,9 @@ breaks one thing:
                          slots that is never refreshed: from the 2,049th on,
                          a receive gets the payload of the one 2,048 earlier
                          (when its shape and dtype match)
+  torch:recv_timeout_ignored  a receive's Work.wait(timeout) ignores the
+                         timeout and waits with the group's (a program
+                         bounding a receive by its own deadline hangs)
   torch:done_only_in_wait  broadcast's Work says is_completed() False until
                          wait() is called, however long ago the op completed
                          (a program polling it before waiting spins for ever)
@@ -301,6 +304,37 @@ class RecvRing2048(_Wrapped):
         return _Then(self.gloo.recv(tensors, src, tag), land)
 
 
+class _NoTimeout(_c10d.Work):
+    """`inner`, whose wait() never passes the caller's timeout on."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def wait(self, timeout=None):
+        return self.inner.wait()
+
+    def is_completed(self):
+        return self.inner.is_completed()
+
+    def is_success(self):
+        return self.inner.is_success()
+
+    def exception(self):
+        return self.inner.exception()
+
+    def _source_rank(self):
+        return self.inner._source_rank()
+
+
+class RecvTimeoutIgnored(_Wrapped):
+    def recv(self, tensors, src, tag):
+        return _NoTimeout(self.gloo.recv(tensors, src, tag))
+
+    def recv_anysource(self, tensors, tag):
+        return _NoTimeout(self.gloo.recv_anysource(tensors, tag))
+
+
 class DoneOnlyInWait(_Wrapped):
     def broadcast(self, tensors, opts=dist.BroadcastOptions()):
         return _Then(self.gloo.broadcast(tensors, opts), lambda: None)
@@ -391,3 +425,4 @@ dist.Backend.register_backend("done_only_in_wait", DoneOnlyInWait)
 dist.Backend.register_backend("chunked_list_offset", ChunkedListOffset)
 dist.Backend.register_backend("success_says_failed", SuccessSaysFailed)
 dist.Backend.register_backend("recv_ring_2048", RecvRing2048)
+dist.Backend.register_backend("recv_timeout_ignored", RecvTimeoutIgnored)
