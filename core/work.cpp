@@ -43,6 +43,53 @@ void tell_awaited(WorkState& w) noexcept {
 }
 }  // namespace
 
+namespace {
+// A timed wait: whichever of the op's end and the deadline comes first
+// resumes the waiter, and the other then does nothing.
+struct Race {
+  std::coroutine_handle<> waiter;
+  bool settled = false;
+};
+
+Spawned expire_at(std::shared_ptr<WorkState> s, std::shared_ptr<Race> race, Nanos deadline) {
+  struct Sleep {
+    Executor* e;
+    Nanos when;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const { e->schedule_at(when, h); }
+    void await_resume() const noexcept {}
+  };
+  co_await Sleep{s->executor, deadline};
+  if (race->settled || s->completed) co_return;
+  race->settled = true;
+  s->waiter = nullptr;  // the op's end resumes nobody now
+  s->executor->schedule(race->waiter);
+}
+
+struct UntilAwaiter {
+  std::shared_ptr<WorkState> s;
+  Nanos deadline;
+  SpawnRegistry* timers;
+  std::shared_ptr<Race> race = std::make_shared<Race>();
+  bool await_ready() const noexcept { return s->completed || s->executor->now() >= deadline; }
+  void await_suspend(std::coroutine_handle<> h) {
+    race->waiter = h;
+    s->waiter = h;
+    tell_awaited(*s);
+    timers->spawn(expire_at(s, race, deadline));
+  }
+  bool await_resume() const noexcept {
+    race->settled = true;
+    return s->completed;
+  }
+};
+}  // namespace
+
+Task<bool> await_until(Work w, Nanos deadline, SpawnRegistry& timers) {
+  if (!w.state()) co_return true;
+  co_return co_await UntilAwaiter{w.state(), deadline, &timers};
+}
+
 void Work::await_suspend(std::coroutine_handle<> h) noexcept {
   s_->waiter = h;
   tell_awaited(*s_);

@@ -92,6 +92,18 @@ class [[nodiscard]] Work {
 // A Work that is already complete (used for non-members and empty ops).
 Work completed_work(Executor* e, bool not_member, std::string description);
 
+// Awaits `w` until it completes or its executor's clock reaches `deadline`,
+// whichever is first (torch's Work.wait(timeout) in a coroutine): true once
+// it completed -- its error is not thrown; co_await it to have it -- false
+// when the deadline came first. The op keeps running then and may be
+// awaited again. The deadline's timer runs in `timers` (it outlives a wait
+// the op ended first, and then does nothing). The executor is told that a
+// wait starts (Executor::awaited): one whose wait commits it to the op --
+// a rank's worker process serving one call at a time -- serves nothing else
+// until the op ends, deadline or not; use it where ops progress on their
+// own (collie's core, the simulator).
+Task<bool> await_until(Work w, Nanos deadline, SpawnRegistry& timers);
+
 // One Work for several (torch's batch_isend_irecv requests): it completes
 // once every part has, failing with the error of the first part (in
 // order) that failed. Awaiting it tells each part's executor.

@@ -92,6 +92,8 @@ BinaryRequest read_binary_request(std::span<const std::byte> header, std::option
   }
   if (r.type != BinaryRequest::Type::kOp) {
     r.op = in.get<std::uint64_t>();
+    r.timeout_ns = in.get<std::int64_t>();
+    if (r.timeout_ns < 0) malformed("a wait with a negative timeout (" + std::to_string(r.timeout_ns) + " ns)");
     if (in.at() + site_bytes != header.size()) malformed("a wait or test request of " + std::to_string(header.size()) + " bytes");
   }
   return r;

@@ -141,7 +141,7 @@ std::vector<std::byte> encode_binary_answer(const BinaryAnswer& a, const std::ve
 // A binary request's common part and its fixed sizes.
 inline constexpr std::size_t kRequestCommonBytes = 32;
 inline constexpr std::size_t kOpRequestFixedBytes = 80;
-inline constexpr std::size_t kWaitRequestBytes = 40;
+inline constexpr std::size_t kWaitRequestBytes = 48;
 struct BinaryRequest {
   enum class Type : std::uint8_t { kOp = 1, kWait = 2, kTest = 3 };
   enum Flags : std::uint8_t { kAsync = 1, kAnySource = 2, kWaitAllRanks = 4 };
@@ -151,6 +151,7 @@ struct BinaryRequest {
   std::uint32_t site = 0;
   std::string_view site_json;  // the definition, when there is one: points into the header
   std::uint64_t op = 0;        // wait, test
+  std::int64_t timeout_ns = 0; // wait: Work.wait(timeout) (0: none); test: 0
 };
 
 // Reads a binary request's common part (and a wait's or test's op).

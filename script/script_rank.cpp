@@ -286,7 +286,7 @@ Task<void> ScriptRank::handle_binary(const remote::Message& m) {
       co_await start_op(std::move(p), gid, request_id, nullptr);
       break;
     case BinaryRequest::Type::kWait:
-      co_await on_wait(r.op, sites_[r.site], request_id);
+      co_await on_wait(r.op, sites_[r.site], request_id, r.timeout_ns);
       break;
     case BinaryRequest::Type::kTest:
       co_await on_test(r.op, request_id);
@@ -294,11 +294,11 @@ Task<void> ScriptRank::handle_binary(const remote::Message& m) {
   }
 }
 
-Task<void> ScriptRank::on_wait(std::uint64_t op, Where where, const json& id) {
+Task<void> ScriptRank::on_wait(std::uint64_t op, Where where, const json& id, Nanos timeout_ns) {
   if (ctx_.keep_calls) kept_.push_back(KeptCall{KeptCall::Kind::kWait, {}, 0, {}, op, false});
   if (pending_.count(op)) {
     view_.in_call_where = std::move(where);
-    co_await settle(op, id);
+    co_await settle(op, id, timeout_ns);
   } else {
     // Already answered (a second wait, or a blocking op's): nothing to do.
     answer_plain(*ctx_.hub, rank_, BinaryAnswer::Type::kDone, id, op);
@@ -371,21 +371,44 @@ Task<void> ScriptRank::start_op(std::unique_ptr<Pending> p, std::size_t gid, con
   co_await settle(op, id);
 }
 
-Task<void> ScriptRank::settle(std::uint64_t op, const json& request_id) {
+Task<void> ScriptRank::settle(std::uint64_t op, const json& request_id, Nanos timeout_ns) {
   Pending& p = *pending_.at(op);
   view_.state = RankView::State::kInCollie;
   view_.in_call = p.text;
   ctx_.output->set_blocked(rank_, true);
   std::exception_ptr error;
-  try {
-    co_await p.work;
-  } catch (...) {
-    error = std::current_exception();
+  bool ended = true;
+  if (timeout_ns > 0 && !ctx_.polls_see_completion) {
+    // The op runs in the rank's worker process, which waits for it once
+    // told to: it would serve nothing else until the op ends (await_until).
+    if (notes_.empty())
+      notes_.push_back("rank " + std::to_string(rank_) + ": Work.wait(timeout) of " + p.text + " at " +
+                       (view_.in_call_where ? view_.in_call_where->text : std::string("its call")) + " waited without its timeout: on a process backend the op is "
+                       "waited for in the rank's worker process (run on an in-process backend, e.g. --backend sim, "
+                       "to have it time out)");
+  } else if (timeout_ns > 0) {
+    ended = co_await await_until(p.work, dist_->executor().now() + timeout_ns, wait_timers_);
+  }
+  if (ended) {
+    try {
+      co_await p.work;
+    } catch (...) {
+      error = std::current_exception();
+    }
   }
   ctx_.output->set_blocked(rank_, false);
   view_.state = RankView::State::kComputing;
   view_.in_call.clear();
   stamp();
+  if (!ended) {
+    // torch: Work.wait(timeout) raises and the op keeps running; the
+    // program decides what follows (an uncaught error ends it).
+    ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", request_id}, {"op", op}, {"kind", "timeout"},
+                                 {"keeps_running", true},
+                                 {"error", "rank " + std::to_string(rank_) + ": " + p.text + " did not complete within " +
+                                               std::to_string(timeout_ns / 1'000'000) + " ms (Work.wait(timeout)); the op keeps running"}});
+    co_return;
+  }
   answer_outcome(op, p, request_id, error);
   pending_.erase(op);
 }

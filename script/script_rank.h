@@ -112,6 +112,8 @@ class ScriptRank {
   const RankView& view() const { return view_; }
   const std::vector<KeptCall>& kept() const { return kept_; }
   const std::vector<SentMessage>& sent() const { return sent_; }
+  // Differences from torch this rank's run had, each a sentence (a note).
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   struct Pending;
@@ -122,8 +124,10 @@ class ScriptRank {
   // them); `request`: the JSON request it came in (null: binary).
   Task<void> start_op(std::unique_ptr<Pending> p, std::size_t gid, const nlohmann::json& request_id,
                       const remote::Message* request);
-  Task<void> on_wait(std::uint64_t op, Where where, const nlohmann::json& request_id);
-  Task<void> settle(std::uint64_t op, const nlohmann::json& request_id);
+  // `timeout_ns` > 0: the program's Work.wait(timeout) -- a wait the op
+  // outlasts is answered with a timeout error, and the op stays pending.
+  Task<void> on_wait(std::uint64_t op, Where where, const nlohmann::json& request_id, Nanos timeout_ns = 0);
+  Task<void> settle(std::uint64_t op, const nlohmann::json& request_id, Nanos timeout_ns = 0);
   Task<void> on_test(std::uint64_t op, const nlohmann::json& request_id);
   Task<void> finish();
   void answer_outcome(std::uint64_t op, Pending& p, const nlohmann::json& request_id, std::exception_ptr error);
@@ -144,6 +148,8 @@ class ScriptRank {
   RankView view_;
   std::vector<KeptCall> kept_;
   std::vector<SentMessage> sent_;
+  SpawnRegistry wait_timers_;  // the deadlines of waits with a timeout
+  std::vector<std::string> notes_;
 };
 
 // How reports name a call: "recv(src=0, tag 0, float32 x 1) on world".

@@ -494,6 +494,8 @@ ScriptResult run_script(const ScriptOptions& o) {
     }
     for (auto& f : errors) res.failures.push_back(std::move(f));
     res.notes = std::move(v.notes);
+    for (const auto& r : ranks)
+      for (const std::string& n : r->notes()) res.notes.push_back(n);
     res.fault_report = std::move(v.fault_report);
   }
   res.passed = res.failures.empty() && !v.skipped;

@@ -107,6 +107,19 @@ TEST(ScriptRun, EveryOpOfTheTableRunsAndItsResultsComeBack) {
   expect_no_orphans(r);
 }
 
+// torch's Work.wait(timeout): the wait raises, the op keeps running and a
+// later wait completes it.
+TEST(ScriptRun, AWaitWithATimeoutRaisesAndTheOpKeepsRunning) {
+  REQUIRE_TORCH();
+  const ScriptResult r = run_script(program("wait_timeout.py", 2));
+  EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << joined(r.program) << printed(r);
+  const std::string out = printed(r);
+  for (const char* want : {"rank 0: wait(200 ms) timed out: True", "rank 0: completed after the timeout: False",
+                           "rank 0: then received [1.0, 2.0, 3.0]"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  expect_no_orphans(r);
+}
+
 // DDP calls the group from C++: Works C++ holds must stay waitable.
 TEST(ScriptRun, DistributedDataParallelTrainsWithIdenticalReplicas) {
   REQUIRE_TORCH();
@@ -594,12 +607,13 @@ TEST(ScriptRun, ABinaryOpRequestIsTheDocumentedLayoutAndMeansTheJsonCall) {
                              {"tensors", {{{"dtype", "int32"}, {"count", 3}}, {{"dtype", "int32"}, {"count", 3}}}}};
   expect_same_call(decode_binary_op(a.header, a.payload, &group), json_call(aj, a, {12, 12}));
 
-  RequestBytes w;  // a wait on op 4, naming site 2
-  w.common(2, 0, 10, 2, 0).put(std::uint64_t{4});
+  RequestBytes w;  // a wait on op 4, naming site 2, with a timeout of 5 ms
+  w.common(2, 0, 10, 2, 0).put(std::uint64_t{4}).put(std::int64_t{5'000'000});
   ASSERT_EQ(w.header.size(), kWaitRequestBytes);
   const BinaryRequest wr = read_binary_request(w.header, &id);
   EXPECT_EQ(wr.type, BinaryRequest::Type::kWait);
   EXPECT_EQ(wr.op, 4u);
+  EXPECT_EQ(wr.timeout_ns, 5'000'000);
   EXPECT_EQ(wr.site, 2u);
   EXPECT_TRUE(wr.site_json.empty());
 }

@@ -34,7 +34,7 @@ _ANSWER_TYPES = (None, "done", "issued", "pending")
 # A binary request (script_protocol.h): the common part -- payload bytes,
 # id, type, flags, 0, site, site's definition bytes, 0 -- then the type's.
 REQUEST_OP = struct.Struct("<QQBBHIII" "BBBBIIIiiqIIII")
-REQUEST_WAIT = struct.Struct("<QQBBHIIIQ")
+REQUEST_WAIT = struct.Struct("<QQBBHIIIQq")  # op, timeout_ns
 
 
 def site_frames(site_key):

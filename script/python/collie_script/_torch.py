@@ -149,6 +149,9 @@ class CollieWork(torch._C._distributed_c10d.Work):
 
     def _settle(self, head, blobs):
         t = head.get("t")
+        if t == "failed" and head.get("keeps_running"):
+            # Work.wait(timeout) ran out: torch raises, and the op goes on.
+            raise CollieError(head.get("error", "collie: the wait timed out"))
         if t in ("done", "failed") and _unsettled.pop(self._op, None) is not None:
             _settled.append(self)
         if t == "done":
@@ -162,14 +165,15 @@ class CollieWork(torch._C._distributed_c10d.Work):
 
     def wait(self, timeout=None):
         if not self._done:
-            self._settle(*request_binary(REQUEST_WAIT, 2, 0, (self._op,), user_site(sys._getframe(1))))
+            ns = 0 if timeout is None or timeout.total_seconds() <= 0 else max(1, int(timeout.total_seconds() * 1e9))
+            self._settle(*request_binary(REQUEST_WAIT, 2, 0, (self._op, ns), user_site(sys._getframe(1))))
         if self._error is not None:
             raise self._error
         return True
 
     def is_completed(self):
         if not self._done:
-            self._settle(*request_binary(REQUEST_WAIT, 3, 0, (self._op,), ()))
+            self._settle(*request_binary(REQUEST_WAIT, 3, 0, (self._op, 0), ()))
         return self._done
 
     def is_success(self):
