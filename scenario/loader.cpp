@@ -27,7 +27,7 @@ const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
                                            "programs", "outcome", "faults", "timeout_us", "unspecified",
-                                           "unspecified_outcome"};
+                                           "unspecified_outcome", "transport_only"};
 
 // Larger files are refused before they are read (a scenario is a few KiB;
 // /dev/zero is not one).
@@ -135,6 +135,9 @@ class Loader {
         r_.fail(doc["unspecified_outcome"],
                 "a scenario has 'unspecified' (all it checks) or 'unspecified_outcome' (only how it ends), not both");
       s.unspecified_outcome = r_.as_string(doc["unspecified_outcome"], "unspecified_outcome");
+    });
+    errors_.attempt([&] {
+      if (doc["transport_only"]) s.transport_only = r_.as_string(doc["transport_only"], "transport_only");
     });
     errors_.attempt([&] { if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend"); });
     errors_.attempt([&] { if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed"); });

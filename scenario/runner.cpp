@@ -339,6 +339,12 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   // loudly, or hung); collie's core is held to the scenario's outcome.
   how.process_faults = options.process_faults;
   if (scenario_crashes && !backend.collie_core) how.process_faults = process_faults;
+  if (!how.process_faults.empty() && s.outcome.kind == Outcome::kOk && !sets_timeouts(s)) {
+    how.stalls_must_be_survived = true;
+    for (const ProcessFault& f : how.process_faults)
+      if (f.kind != ProcessFault::Kind::kStall || (jo.timeout_ns > 0 && f.stall_ms * 2'000'000 > jo.timeout_ns))
+        how.stalls_must_be_survived = false;
+  }
   take_run_files(*job, rr, how.injected.size(), options.trace_path, options.dot_path, res);
   if (options.jobs) options.jobs->release();
   owned.reset();

@@ -171,6 +171,12 @@ struct Scenario {
   // must still give the oracle's values and every expect step reached
   // must hold ("if a send to oneself completes, it delivers the bytes").
   std::string unspecified_outcome;
+  // Why what this scenario checks lives in a transport under collie's core
+  // (a loss report, a context field, a completion queue), empty: it does
+  // not. The suite skips it, saying so, on libraries that implement the ops
+  // themselves (BackendInfo::collie_core false); `collie run` runs it
+  // anywhere.
+  std::string transport_only;
   std::string feature;        // its row in the conformance matrix
   std::vector<GroupSpec> groups;
   std::vector<TensorSpec> tensors;

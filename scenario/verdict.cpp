@@ -311,6 +311,21 @@ void judge_process_faults(const RunResult& run, const std::vector<RankError>& er
     }
     v.fault_report.push_back(std::move(line));
   }
+  if (how.stalls_must_be_survived && crashed.empty()) {
+    std::vector<int> failed;
+    for (const RankError& e : errors) failed.push_back(e.rank);
+    std::sort(failed.begin(), failed.end());
+    failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
+    if (!failed.empty()) {
+      Nanos longest_ms = 0;
+      for (const ProcessFault& f : how.process_faults) longest_ms = std::max<Nanos>(longest_ms, f.stall_ms);
+      v.failures.push_back("rank" + std::string(failed.size() > 1 ? "s " : " ") + ranks_text(failed) +
+                           " failed though every stalled rank came back after at most " + std::to_string(longest_ms) +
+                           " ms, well inside the op timeout: a library must wait for a slow peer up to the timeout "
+                           "it was given, and every op then completes");
+      if (v.outcome == "ok") v.outcome = "error";
+    }
+  }
   if (!hung.empty()) {
     v.failures.push_back("the library hung after the fault: rank" + std::string(hung.size() > 1 ? "s " : " ") +
                          ranks_text(hung) + " never answered (a survivor must fail with an error, or finish)\n" +

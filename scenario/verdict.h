@@ -39,6 +39,13 @@ struct Judge {
   // them -- every survivor failed loudly or carried on, or some hung --
   // instead of by the scenario's outcome.
   std::vector<ProcessFault> process_faults;
+  // The faults are stalls only, each well inside the run's op timeout (at
+  // most half of it, or the run has none), and the scenario expects its
+  // ops to complete and sets no timeouts of its own: every stalled rank
+  // comes back before any op may give up on it, so a survivor that fails
+  // -- a library with a deadline of its own, shorter than the timeout it
+  // was given -- fails the run.
+  bool stalls_must_be_survived = false;
 };
 
 struct Verdict {

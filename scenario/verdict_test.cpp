@@ -111,6 +111,44 @@ TEST(Verdict, ALostRankIsNamedByTheLibrarysWordsNotByTheOpsPeer) {
             std::string::npos);
 }
 
+// A library with a 2 s deadline of its own passed a 3 s stall under a 20 s
+// op timeout: a stall was judged as a crash is, where failing loudly is fine.
+TEST(Verdict, ASurvivorThatFailsAStallWellInsideTheTimeoutFailsTheRun) {
+  const Scenario s = load_text(R"(version: 1
+name: s
+world: 2
+tensors:
+  t: {dtype: float32, shape: [1]}
+program:
+  - {op: all_reduce, tensor: t}
+)", "s.yaml");
+  RunLog log;
+  Judge how;
+  how.collie_core = false;
+  how.diagnoses_deadlocks = false;
+  ProcessFault f;
+  f.kind = ProcessFault::Kind::kStall;
+  f.rank = 1;
+  f.before_op = 1;
+  f.stall_ms = 3000;
+  f.text = "stall:rank=1,op=1,ms=3000";
+  how.process_faults = {f};
+  RunResult r;
+  r.ranks.resize(2);
+  r.ranks[1].finished = true;
+  r.ranks[0].error = std::make_exception_ptr(std::runtime_error("rank 0: all_reduce #1 on world: no progress within 2000 ms"));
+  EXPECT_TRUE(judge(s, r, log, how).failures.empty()) << "judged as a crash when the stall may outlast the timeout";
+  how.stalls_must_be_survived = true;
+  const Verdict v = judge(s, r, log, how);
+  ASSERT_FALSE(v.failures.empty());
+  EXPECT_NE(v.failures.front().find("rank 0 failed though every stalled rank came back after at most 3000 ms"),
+            std::string::npos)
+      << v.failures.front();
+  r.ranks[0].error = nullptr;
+  r.ranks[0].finished = true;
+  EXPECT_TRUE(judge(s, r, log, how).failures.empty());
+}
+
 // A send to oneself that "completed" leaving zeros in the receive buffer got
 // a note: the scenario was unspecified as a whole, its expect step too.
 TEST(Verdict, AnUnspecifiedOutcomeStillHoldsWhatCompletedToTheOracle) {

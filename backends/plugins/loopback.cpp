@@ -104,6 +104,9 @@
 #define LOOPBACK_COARSE_TIMER_MAP 32
 #define LOOPBACK_STAGING_RING 33
 #define LOOPBACK_COMPLETE_INSIDE_COPY 34
+#define LOOPBACK_CONTEXT8 35
+#define LOOPBACK_AVG_OVER_16 36
+#define LOOPBACK_COMPLETION_QUEUE 37
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -196,6 +199,12 @@ constexpr Variant kVariants[] = {
      "broken on purpose: stages payloads in a ring of 1,024 slots, overwriting one still in flight"},
     {"completing_in_copy_loopback", LOOPBACK_COMPLETE_INSIDE_COPY, 50,
      "broken on purpose: copy() completes a pending send inside the call (a stream sync that polls completions)"},
+    {"context8_loopback", LOOPBACK_CONTEXT8, 1,
+     "broken on purpose: the context travels in 8 bits (a communicator-id field): a context of 256 or more arrives cut"},
+    {"avg_over_16_loopback", LOOPBACK_AVG_OVER_16, 16,
+     "broken on purpose: finish_average() takes 1/n from a table of 16: more than 16 members divide by 16"},
+    {"completion_queue_4096_loopback", LOOPBACK_COMPLETION_QUEUE, 4096,
+     "broken on purpose: a completion queue of 4,096 per rank; completions past it are lost"},
 };
 
 // This module's file name without folder and extension.
@@ -312,6 +321,10 @@ class Endpoint final : public collie::Transport {
     return std::shared_ptr<std::byte>(p, p.get() + 4);  // the bug: 4 bytes past the aligned block
   }
   void copy(void* dst, const void* src, std::size_t bytes) override;
+  void finish_average(void* dst, std::size_t count, collie::DType dtype, int divisor) override {
+    if (bug() == LOOPBACK_AVG_OVER_16 && divisor > static_cast<int>(every())) divisor = static_cast<int>(every());  // the bug
+    collie::Transport::finish_average(dst, count, dtype, divisor);
+  }
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
     if (bug() == LOOPBACK_INT64_MINMAX_DOUBLE && dtype == collie::DType::kInt64 &&
         (op == collie::ReduceOp::kMin || op == collie::ReduceOp::kMax)) {
@@ -376,8 +389,17 @@ class Loopback final : public collie::InProcessBackend {
     std::uint64_t staged = 0;           // kDeliver, staging_ring_loopback: its slot's number (1 on)
   };
   void push(Item it) {
-    if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src))))
+    if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src)))) {
+      if (it.kind == Item::kSent) {
+        if (completions_.size() <= static_cast<std::size_t>(it.rank)) completions_.resize(static_cast<std::size_t>(it.rank) + 1);
+        ++completions_[static_cast<std::size_t>(it.rank)];
+      }
       queue_.push_back(std::move(it));
+    }
+  }
+  // Send completions of `rank` queued and not yet reported.
+  std::uint64_t queued_completions(int rank) const {
+    return static_cast<std::size_t>(rank) < completions_.size() ? completions_[static_cast<std::size_t>(rank)] : 0;
   }
   // Timers fire, in time order, only when nothing else can run: the clock
   // then jumps to them.
@@ -455,7 +477,10 @@ class Loopback final : public collie::InProcessBackend {
           }
           deliver(ep, it.header, it.payload);
           break;
-        case Item::kSent: ep.sink()->on_send_complete(it.ptr); break;
+        case Item::kSent:
+          --completions_[static_cast<std::size_t>(it.rank)];
+          ep.sink()->on_send_complete(it.ptr);
+          break;
         case Item::kSentLate:
           if (it.turns-- > 0) {
             queue_.push_back(std::move(it));
@@ -497,7 +522,8 @@ class Loopback final : public collie::InProcessBackend {
   // staging_ring_loopback: (the frame's number, its payload) per slot.
   std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> ring_;
   std::uint64_t staged_ = 0;
-  std::uint64_t copies_ = 0;  // completing_in_copy: copy() calls so far
+  std::uint64_t copies_ = 0;
+  std::vector<std::uint64_t> completions_;  // by rank: kSent items in the queue  // completing_in_copy: copy() calls so far
 
  private:
   // Hands a frame to its rank's core: the landing variants write a data
@@ -571,6 +597,10 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
     world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
     if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
     return;
+  }
+  if (bug() == LOOPBACK_CONTEXT8 && h.context > 0xff) {
+    h.context &= 0xff;  // the bug: the wire's field has 8 bits; the header is rebuilt from it
+    collie::seal(h);
   }
   switch (bug()) {
     case LOOPBACK_DROP:
@@ -652,6 +682,10 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
     // merely late (and still exactly once).
     world_.push({Item::kSentLate, rank_, cookie, {}, {}, nullptr, static_cast<int>(every())});
     return;
+  }
+  if (cookie && bug() == LOOPBACK_COMPLETION_QUEUE) {
+    // The bug: a full queue drops the completion.
+    if (world_.queued_completions(rank_) >= every()) return;
   }
   if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
   if (cookie && bug() == LOOPBACK_DOUBLE_COMPLETE && nth) world_.push({Item::kSent, rank_, cookie, {}, {}});

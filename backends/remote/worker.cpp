@@ -324,6 +324,18 @@ class Server {
       if (o.decoded.call.async) answered_.insert(id);  // the controller may still ask to wait for it
       return;
     }
+    if (o.decoded.call.async && o.decoded.call.must_be_pending && hooks_.poll &&
+        hooks_.poll([&o] { return o.work.is_completed(); })) {
+      // A member of the group calls it later: it cannot have completed
+      // (MPI_Test saying an Ibarrier is done before the others entered).
+      reply_error(id, std::make_exception_ptr(std::runtime_error(
+                          "collie: " + std::string(o.decoded.call.name()) + "'s handle said it completed (MPI_Test, "
+                          "is_completed()) as it was issued, while a member of its group had not called it yet: it "
+                          "cannot have completed")));
+      answered_.insert(id);  // the controller still asks to wait for it
+      abandoned_.push_back(std::move(o));  // the library may still write its buffers
+      return;
+    }
     if (o.decoded.call.async) {
       async_.emplace(id, std::move(o));
       return;
@@ -372,6 +384,9 @@ class Server {
   std::map<int, std::string> group_errors_;
   std::map<std::uint64_t, Op> async_;
   std::set<std::uint64_t> answered_;  // async ops that failed when issued
+  // Ops answered as failed while the library may still complete them: kept,
+  // buffers and all, for the worker's life (only a wrong library makes any).
+  std::vector<Op> abandoned_;
   std::deque<Kept> kept_;             // completed ops' buffers, oldest first (changed_buffers())
   std::size_t kept_bytes_ = 0;
   Nanos timeout_ns_ = 0;

@@ -286,6 +286,13 @@ class Link:
 # Each takes the decoded call (Worker.issue) and returns (work or None, the
 # source of a blocking receive). async forms return the Work to wait on.
 
+def timeout_of(ns):
+    """A timeout of `ns` > 0 nanoseconds as torch takes it: whole milliseconds,
+    rounded up (Gloo counts milliseconds, and a timedelta of less than one
+    microsecond is 0 -- "no timeout" -- so a 1 ns deadline waited for ever)."""
+    return datetime.timedelta(milliseconds=max(1, -(-int(ns) // 1000000)))
+
+
 def _any_source(group, work):
     src = work._source_rank()
     return global_rank(group, src) if group is not dist.GroupMember.WORLD else src
@@ -309,7 +316,7 @@ def _recv(w, group, t, peer, tag, asy, **_):
 def _monitored_barrier(w, group, head, **_):
     kwargs = {"wait_all_ranks": bool(head.get("wait_all_ranks"))}
     if head.get("timeout_ns"):
-        kwargs["timeout"] = datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0)
+        kwargs["timeout"] = timeout_of(head["timeout_ns"])
     dist.monitored_barrier(group=group, **kwargs)
     return None, None
 
@@ -405,7 +412,7 @@ class Worker:
     def make_group(self, gid, ranks, timeout_ns):
         kwargs = {}
         if timeout_ns:
-            kwargs["timeout"] = datetime.timedelta(microseconds=timeout_ns / 1000.0)
+            kwargs["timeout"] = timeout_of(timeout_ns)
         try:
             self.groups[gid] = dist.new_group(ranks=ranks, **kwargs)
         except Exception as e:  # noqa: BLE001
@@ -549,7 +556,7 @@ class Worker:
                     if work.is_completed():
                         said_done_with = [to_bytes(tensors[k]) for k in writes]
                     if head.get("timeout_ns"):
-                        work.wait(timeout=datetime.timedelta(microseconds=head["timeout_ns"] / 1000.0))
+                        work.wait(timeout=timeout_of(head["timeout_ns"]))
                     else:
                         work.wait()
                     waited = [work]

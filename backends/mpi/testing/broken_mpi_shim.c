@@ -33,6 +33,10 @@
  *   test_never        MPI_Test never completes a request (flag stays 0; MPI_Wait
  *                     and the rest are right): a program polling its
  *                     requests spins for ever
+ *   test_ibarrier_early MPI_Test on an MPI_Ibarrier request says it completed
+ *                     at its first call, before the other members entered
+ *                     (the real barrier goes on hidden and is finished in
+ *                     MPI_Comm_free / MPI_Finalize); MPI_Wait is right
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdlib.h>
@@ -156,10 +160,71 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
   return rc;
 }
 
+/* test_ibarrier_early: the Ibarrier requests not yet tested, and those a
+ * test said were done while they were not (waited for when their
+ * communicator is freed). */
+typedef struct {
+  MPI_Request request;
+  MPI_Comm comm;
+} Barrier;
+#define MAX_BARRIERS 4096
+static Barrier barriers[MAX_BARRIERS], hidden[MAX_BARRIERS];
+static int n_barriers, n_hidden;
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  const int rc = PMPI_Ibarrier(comm, request);
+  if (rc == MPI_SUCCESS && bug_is("test_ibarrier_early") && n_barriers < MAX_BARRIERS) {
+    barriers[n_barriers].request = *request;
+    barriers[n_barriers].comm = comm;
+    ++n_barriers;
+  }
+  return rc;
+}
+
+static void finish_hidden(MPI_Comm comm, int all) {
+  for (int i = 0; i < n_hidden;) {
+    if (all || hidden[i].comm == comm) {
+      PMPI_Wait(&hidden[i].request, MPI_STATUS_IGNORE);
+      hidden[i] = hidden[--n_hidden];
+    } else {
+      ++i;
+    }
+  }
+}
+
+int MPI_Comm_free(MPI_Comm* comm) {
+  if (n_hidden) finish_hidden(*comm, 0);
+  return PMPI_Comm_free(comm);
+}
+
+int MPI_Finalize(void) {
+  if (n_hidden) finish_hidden(MPI_COMM_NULL, 1);
+  return PMPI_Finalize();
+}
+
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (bug_is("test_never")) {
     *flag = 0;
     return MPI_SUCCESS;
+  }
+  for (int i = 0; i < n_barriers; ++i) {
+    if (barriers[i].request != *request) continue;
+    const MPI_Comm comm = barriers[i].comm;
+    barriers[i] = barriers[--n_barriers];
+    const int rc = PMPI_Test(request, flag, status);
+    if (rc == MPI_SUCCESS && !*flag && n_hidden < MAX_BARRIERS) {
+      hidden[n_hidden].request = *request; /* the bug: done, says the test */
+      hidden[n_hidden].comm = comm;
+      ++n_hidden;
+      *request = MPI_REQUEST_NULL;
+      *flag = 1;
+      if (status != MPI_STATUS_IGNORE) {
+        status->MPI_ERROR = MPI_SUCCESS;
+        status->MPI_SOURCE = MPI_ANY_SOURCE;
+        status->MPI_TAG = MPI_ANY_TAG;
+      }
+    }
+    return rc;
   }
   return PMPI_Test(request, flag, status);
 }
