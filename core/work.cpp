@@ -41,9 +41,7 @@ void tell_awaited(WorkState& w) noexcept {
   for (const auto& p : w.extra->parts)
     if (!p->completed) tell_awaited(*p);
 }
-}  // namespace
 
-namespace {
 // A timed wait: whichever of the op's end and the deadline comes first
 // resumes the waiter, and the other then does nothing.
 struct Race {
@@ -56,13 +54,17 @@ Spawned expire_at(std::shared_ptr<WorkState> s, std::shared_ptr<Race> race, Nano
     Executor* e;
     Nanos when;
     bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) const { e->schedule_at(when, h); }
+    void await_suspend(std::coroutine_handle<> h) const {
+      TransportCall call("schedule_at()");
+      e->schedule_at(when, h);
+    }
     void await_resume() const noexcept {}
   };
   co_await Sleep{s->executor, deadline};
   if (race->settled || s->completed) co_return;
   race->settled = true;
   s->waiter = nullptr;  // the op's end resumes nobody now
+  TransportCall call("schedule()");
   s->executor->schedule(race->waiter);
 }
 
