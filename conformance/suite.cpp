@@ -169,6 +169,16 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       if (may_hang && o.hang_window_ns > 0) timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
       p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);  // collie run's default is another
     }
+    if (!s->transport_only.empty() && !backend.collie_core) {
+      p.run = [why = "a check of a transport under collie's core (" + s->transport_only + "); backend '" + o.backend +
+                     "' implements the ops itself"] {
+        Ran ran;
+        ran.skipped = why;
+        return ran;
+      };
+      pending.push_back(std::move(p));
+      continue;
+    }
     p.breaks = processes && may_hang;
     p.run = [s, &o, &reg, &jobs, &scenario_flags, processes, frames_total, timeout_ns] {
       scenario::RunOptions ro;
@@ -188,15 +198,6 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       for (const auto& fl : r.failures) ran.failure += fl + "\n";
       return ran;
     };
-    if (!s->transport_only.empty() && !backend.collie_core) {
-      p.breaks = false;
-      p.run = [why = "a check of a transport under collie's core (" + s->transport_only + "); backend '" + o.backend +
-                     "' implements the ops itself"] {
-        Ran ran;
-        ran.skipped = why;
-        return ran;
-      };
-    }
     pending.push_back(std::move(p));
   }
 

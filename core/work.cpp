@@ -50,17 +50,7 @@ struct Race {
 };
 
 Spawned expire_at(std::shared_ptr<WorkState> s, std::shared_ptr<Race> race, Nanos deadline) {
-  struct Sleep {
-    Executor* e;
-    Nanos when;
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) const {
-      TransportCall call("schedule_at()");
-      e->schedule_at(when, h);
-    }
-    void await_resume() const noexcept {}
-  };
-  co_await Sleep{s->executor, deadline};
+  co_await SleepUntil{*s->executor, deadline};
   if (race->settled || s->completed) co_return;
   race->settled = true;
   s->waiter = nullptr;  // the op's end resumes nobody now
@@ -86,6 +76,11 @@ struct UntilAwaiter {
   }
 };
 }  // namespace
+
+void SleepUntil::await_suspend(std::coroutine_handle<> h) const {
+  TransportCall call("schedule_at()");
+  executor.schedule_at(when, h);
+}
 
 Task<bool> await_until(Work w, Nanos deadline, SpawnRegistry& timers) {
   if (!w.state()) co_return true;

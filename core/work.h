@@ -92,6 +92,16 @@ class [[nodiscard]] Work {
 // A Work that is already complete (used for non-members and empty ops).
 Work completed_work(Executor* e, bool not_member, std::string description);
 
+// Awaiting it resumes the coroutine once `executor`'s clock reads at least
+// `when` (at once if it does already): a sleep on the rank's clock.
+struct SleepUntil {
+  Executor& executor;
+  Nanos when;
+  bool await_ready() const noexcept { return executor.now() >= when; }
+  void await_suspend(std::coroutine_handle<> h) const;
+  void await_resume() const noexcept {}
+};
+
 // Awaits `w` until it completes or its executor's clock reaches `deadline`,
 // whichever is first (torch's Work.wait(timeout) in a coroutine): true once
 // it completed -- its error is not thrown; co_await it to have it -- false

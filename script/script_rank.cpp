@@ -35,14 +35,6 @@ struct YieldNow {
   void await_resume() const noexcept {}
 };
 
-struct SleepUntil {
-  Executor& executor;
-  Nanos when;
-  bool await_ready() const noexcept { return executor.now() >= when; }
-  void await_suspend(std::coroutine_handle<> h) const { executor.schedule_at(when, h); }
-  void await_resume() const noexcept {}
-};
-
 std::string error_kind_of(const std::exception_ptr& e, std::string* text) {
   try {
     std::rethrow_exception(e);
