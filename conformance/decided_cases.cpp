@@ -67,12 +67,15 @@ void unsorted_groups_and_async_forms(std::vector<DecidedCase>& out) {
       CollectiveCase c = case_of(ops[i]);
       c.group = kUnsorted;
       c.root = kUnsortedRoot;
-      c.count = 13;
-      c.reduce_op = reduce_op_for(i);
-      c.async_op = async;
       // Polled before waited for (a library whose handle completed only
       // inside wait() passed: every case waited at once); the cases on the
-      // world below wait at once.
+      // world below wait at once. Large and odd when polled: an MPI_Test
+      // that said a nonblocking collective was done one step early, its
+      // last block not yet written, passed on 13 elements (52 bytes) --
+      // 20,011 float32 are past the eager and segment sizes of libraries.
+      c.count = async ? 20'011 : 13;
+      c.reduce_op = reduce_op_for(i);
+      c.async_op = async;
       c.polled = async;
       c.data_seed = 100 + i;
       out.push_back(collective(async ? "async_forms" : "unsorted_groups",

@@ -32,9 +32,13 @@ class ForwardingDist : public Dist {
     return d_.new_group(std::move(ranks), timeout_ns, std::move(name));
   }
   Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, dst, tag, g, to); }
-  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.isend(t, dst, tag, g, to); }
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to, Nanos poll) override {
+    return d_.isend(t, dst, tag, g, to, poll);
+  }
   Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.recv(t, src, tag, g, to); }
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.irecv(t, src, tag, g, to); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to, Nanos poll) override {
+    return d_.irecv(t, src, tag, g, to, poll);
+  }
   Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override {
     return d_.broadcast(t, src, g, o);
   }
@@ -174,8 +178,8 @@ class GroupRankSource final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
   Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return to_group_rank(d_.recv(t, src, tag, g, to), g); }
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override {
-    return to_group_rank(d_.irecv(t, src, tag, g, to), g);
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to, Nanos poll) override {
+    return to_group_rank(d_.irecv(t, src, tag, g, to, poll), g);
   }
 
  private:
@@ -195,10 +199,14 @@ class GroupRankSource final : public ForwardingDist {
 class SixteenBitTags final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.isend(t, dst, tag & 0xffff, g, to); }
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to, Nanos poll) override {
+    return d_.isend(t, dst, tag & 0xffff, g, to, poll);
+  }
   Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, dst, tag & 0xffff, g, to); }
   Work recv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.recv(t, src, tag & 0xffff, g, to); }
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override { return d_.irecv(t, src, tag & 0xffff, g, to); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to, Nanos poll) override {
+    return d_.irecv(t, src, tag & 0xffff, g, to, poll);
+  }
 };
 
 // all_to_all_single swaps its input and output split sizes (an invalid call
@@ -269,13 +277,13 @@ class BarrierAfterBarrierAtOnce final : public ForwardingDist {
 class BarrierAfterP2PAtOnce final : public ForwardingDist {
  public:
   using ForwardingDist::ForwardingDist;
-  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to) override {
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to, Nanos poll) override {
     p2p_on_ = g.state();
-    return d_.isend(t, dst, tag, g, to);
+    return d_.isend(t, dst, tag, g, to, poll);
   }
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to) override {
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos to, Nanos poll) override {
     p2p_on_ = g.state();
-    return d_.irecv(t, src, tag, g, to);
+    return d_.irecv(t, src, tag, g, to, poll);
   }
   Work barrier(const Group& g, CollectiveOptions o) override {
     const bool after_p2p = p2p_on_ && p2p_on_ == g.state();
@@ -328,7 +336,9 @@ class CallTimeoutsForAllReduceOnly final : public ForwardingDist {
   }
   // A receive's Work.wait(timeout) that waits the group's timeout.
   Work recv(TensorView t, int src, int tag, const Group& g, Nanos) override { return d_.recv(t, src, tag, g, 0); }
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos) override { return d_.irecv(t, src, tag, g, 0); }
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos, Nanos poll) override {
+    return d_.irecv(t, src, tag, g, 0, poll);
+  }
 };
 
 // all_reduce of a 0-d tensor reduces nothing (a library that reduces

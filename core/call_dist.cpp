@@ -34,14 +34,18 @@ std::vector<TensorView> list_of(std::span<const TensorView> l) { return {l.begin
 Work CallDist::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
   return call(p2p(OpKind::kSend, false, t, dst, tag, g, timeout_ns));
 }
-Work CallDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
-  return call(p2p(OpKind::kSend, true, t, dst, tag, g, timeout_ns));
+Work CallDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns, Nanos poll_ns) {
+  DistCall c = p2p(OpKind::kSend, true, t, dst, tag, g, timeout_ns);
+  c.poll_ns = poll_ns;
+  return call(std::move(c));
 }
 Work CallDist::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
   return call(p2p(OpKind::kRecv, false, t, src, tag, g, timeout_ns));
 }
-Work CallDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
-  return call(p2p(OpKind::kRecv, true, t, src, tag, g, timeout_ns));
+Work CallDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns, Nanos poll_ns) {
+  DistCall c = p2p(OpKind::kRecv, true, t, src, tag, g, timeout_ns);
+  c.poll_ns = poll_ns;
+  return call(std::move(c));
 }
 
 Work CallDist::broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) {

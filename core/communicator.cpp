@@ -293,13 +293,14 @@ int Communicator::global_rank(const Group& g, int group_rank) const {
 Work Communicator::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
   return p2p(true, true, t, dst, tag, g, timeout_ns);
 }
-Work Communicator::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+// poll_ns: the core's Works complete as the executor runs, polled or not.
+Work Communicator::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns, Nanos /*poll_ns*/) {
   return p2p(true, false, t, dst, tag, g, timeout_ns);
 }
 Work Communicator::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
   return p2p(false, true, t, src, tag, g, timeout_ns);
 }
-Work Communicator::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+Work Communicator::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns, Nanos /*poll_ns*/) {
   return p2p(false, false, t, src, tag, g, timeout_ns);
 }
 

@@ -100,10 +100,12 @@ class Communicator final : public Dist {
   // send(): the blocking form; a send to this rank itself is an error (it
   // could never complete). isend() to itself matches a local irecv().
   Work send(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
-  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
+  Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0,
+             Nanos poll_ns = 0) override;
   // src may be kAnySource; Work::source_rank() tells who sent.
   Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
-  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) override;
+  Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0,
+             Nanos poll_ns = 0) override;
 
   // ---- collectives -------------------------------------------------------
   Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {}) override;

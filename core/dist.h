@@ -131,10 +131,14 @@ class Dist {
   // inherit): an op not complete by then fails with a timeout error naming
   // it (torch: Work.wait(timeout) on the handle of isend/irecv). Where the
   // op goes after it timed out is unspecified (torch: it keeps running).
+  // `poll_ns` (isend/irecv): the caller polls the Work's is_completed() for
+  // up to poll_ns before it waits, as CollectiveOptions::poll_ns.
   virtual Work send(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
-  virtual Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
+  virtual Work isend(TensorView t, int dst, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0,
+                     Nanos poll_ns = 0) = 0;
   virtual Work recv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
-  virtual Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0) = 0;
+  virtual Work irecv(TensorView t, int src = kAnySource, int tag = 0, const Group& g = {}, Nanos timeout_ns = 0,
+                     Nanos poll_ns = 0) = 0;
 
   // ---- collectives -------------------------------------------------------
   virtual Work broadcast(TensorView t, int src, const Group& g = {}, CollectiveOptions o = {}) = 0;

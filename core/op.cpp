@@ -156,9 +156,11 @@ Work dispatch(Dist& d, const DistCall& c) {
   const CollectiveOptions o = c.options();
   switch (c.kind) {
     case OpKind::kSend:
-      return c.async ? d.isend(c.tensor, c.peer, c.tag, g, c.timeout_ns) : d.send(c.tensor, c.peer, c.tag, g, c.timeout_ns);
+      return c.async ? d.isend(c.tensor, c.peer, c.tag, g, c.timeout_ns, c.poll_ns)
+                     : d.send(c.tensor, c.peer, c.tag, g, c.timeout_ns);
     case OpKind::kRecv:
-      return c.async ? d.irecv(c.tensor, c.peer, c.tag, g, c.timeout_ns) : d.recv(c.tensor, c.peer, c.tag, g, c.timeout_ns);
+      return c.async ? d.irecv(c.tensor, c.peer, c.tag, g, c.timeout_ns, c.poll_ns)
+                     : d.recv(c.tensor, c.peer, c.tag, g, c.timeout_ns);
     case OpKind::kBroadcast: return d.broadcast(c.tensor, c.peer, g, o);
     case OpKind::kReduce: return d.reduce(c.tensor, c.peer, c.reduce_op, g, o);
     case OpKind::kAllReduce: return d.all_reduce(c.tensor, c.reduce_op, g, o);

@@ -62,9 +62,13 @@ class RecordingDist final : public Dist {
   Group world() const override { return {}; }
   Group new_group(std::vector<int>, Nanos, std::string) override { return {}; }
   Work send(TensorView t, int dst, int tag, const Group&, Nanos to) override { return p2p("send", t, dst, tag, to); }
-  Work isend(TensorView t, int dst, int tag, const Group&, Nanos to) override { return p2p("isend", t, dst, tag, to); }
+  Work isend(TensorView t, int dst, int tag, const Group&, Nanos to, Nanos poll) override {
+    return p2p("isend", t, dst, tag, to, poll);
+  }
   Work recv(TensorView t, int src, int tag, const Group&, Nanos to) override { return p2p("recv", t, src, tag, to); }
-  Work irecv(TensorView t, int src, int tag, const Group&, Nanos to) override { return p2p("irecv", t, src, tag, to); }
+  Work irecv(TensorView t, int src, int tag, const Group&, Nanos to, Nanos poll) override {
+    return p2p("irecv", t, src, tag, to, poll);
+  }
   Work broadcast(TensorView t, int src, const Group&, CollectiveOptions o) override {
     return one("broadcast", t, src, o);
   }
@@ -131,12 +135,13 @@ class RecordingDist final : public Dist {
   }
 
  private:
-  Work p2p(const char* name, TensorView t, int peer, int tag, Nanos timeout_ns) {
+  Work p2p(const char* name, TensorView t, int peer, int tag, Nanos timeout_ns, Nanos poll_ns = 0) {
     called = name;
     seen.tensor = t;
     seen.peer = peer;
     seen.tag = tag;
     seen.timeout_ns = timeout_ns;
+    seen.poll_ns = poll_ns;
     return {};
   }
   Work one(const char* name, TensorView t, int peer, CollectiveOptions o) {
@@ -146,6 +151,7 @@ class RecordingDist final : public Dist {
     seen.async = o.async_op;
     seen.algorithm = o.algorithm;
     seen.timeout_ns = o.timeout_ns;
+    seen.poll_ns = o.poll_ns;
     return {};
   }
 };
@@ -166,6 +172,7 @@ TEST(OpTable, DispatchCallsTheMethodOfEveryOpWithItsArguments) {
       call.tag = s.tag ? 9 : 0;
       call.reduce_op = ReduceOp::kMax;
       call.timeout_ns = 1234;
+      call.poll_ns = 5678;
       call.wait_all_ranks = true;
       call.tensor = ta;
       call.output = tb;
@@ -202,6 +209,11 @@ TEST(OpTable, DispatchCallsTheMethodOfEveryOpWithItsArguments) {
       }
       if (s.family == OpFamily::kBatch) {
         EXPECT_EQ(d.seen.p2p.size(), 2u);
+      }
+      // An async op is polled as asked (isend and irecv too); a blocking one
+      // is awaited at once.
+      if (async && s.family != OpFamily::kBatch) {
+        EXPECT_EQ(d.seen.poll_ns, 5678) << s.name;
       }
       if (s.family == OpFamily::kCollective && s.async) {
         EXPECT_EQ(d.seen.async, async) << s.name;

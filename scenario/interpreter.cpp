@@ -335,6 +335,7 @@ struct Interpreter::State {
     c.reduce_op = step.reduce_op;
     c.algorithm = step.algorithm;
     c.timeout_ns = step.timeout_ns;
+    c.poll_ns = step.poll_ns;
     c.wait_all_ranks = step.wait_all_ranks;
     const bool is_root = spec.rooted && c.peer == rank;
     for (std::size_t k = 0; k < kNumSlots; ++k) {

@@ -71,7 +71,10 @@ std::vector<std::string> op_step_keys(const OpSpec& s, bool async_form) {
   }
   keys.emplace_back("group");
   // The async form: the one named so (isend), or async_op=True by a handle.
-  if (async_form || (s.async && s.async_name.empty())) keys.emplace_back("handle");
+  if (async_form || (s.async && s.async_name.empty())) {
+    keys.emplace_back("handle");
+    if (s.family != OpFamily::kBatch) keys.emplace_back("poll_ms");
+  }
   if (s.algorithm) keys.emplace_back("algorithm");
   if (s.timeout) keys.emplace_back("timeout_us");
   if (s.family == OpFamily::kBatch) keys.emplace_back("ops");
@@ -517,6 +520,12 @@ class Loader {
       const double t = r_.as_double(n["timeout_us"], "timeout_us");
       if (!(t > 0)) r_.fail(n["timeout_us"], "timeout_us must be > 0");
       s.timeout_ns = static_cast<Nanos>(t * 1000);
+    }
+    if (n["poll_ms"]) {
+      if (!s.async) r_.fail(n["poll_ms"], "poll_ms polls an async op's handle before its wait: give the step a handle");
+      const double t = r_.as_double(n["poll_ms"], "poll_ms");
+      if (!(t > 0)) r_.fail(n["poll_ms"], "poll_ms must be > 0");
+      s.poll_ns = static_cast<Nanos>(t * 1'000'000);
     }
     if (n["algorithm"]) {
       const std::string name = r_.as_string(n["algorithm"], "algorithm");

@@ -122,6 +122,20 @@ TEST(LoaderErrors, BlockingSendToItself) {
             "t.yaml:6:5: error: blocking send to itself on rank 0 can never complete; use isend and irecv");
 }
 
+TEST(LoaderErrors, PollMsOnlyOnAnAsyncOpsHandle) {
+  const std::string t = std::string(kHead) + "tensors: {t: {dtype: float32}}\nprogram:\n";
+  EXPECT_EQ(error_of(t + "  - {op: all_reduce, tensor: t, poll_ms: 5}\n"),
+            "t.yaml:6:42: error: poll_ms polls an async op's handle before its wait: give the step a handle");
+  EXPECT_EQ(error_of(t + "  - {op: send, tensor: t, dst: 1, poll_ms: 5}\n"),
+            "t.yaml:6:35: error: unknown key 'poll_ms' in a 'send' step (expected one of: op, ranks, if, tensor, dst, tag, "
+            "group, timeout_us)");
+  EXPECT_EQ(error_of(t + "  - {op: irecv, tensor: t, src: 1, handle: h, poll_ms: 0}\n  - {op: wait, handle: h}\n"),
+            "t.yaml:6:56: error: poll_ms must be > 0");
+  const Scenario s = load_text(t + "  - {op: isend, tensor: t, dst: 1, handle: h, poll_ms: 2.5}\n  - {op: wait, handle: h}\n",
+                               "t.yaml");
+  EXPECT_EQ(s.program.at(0).poll_ns, 2'500'000);
+}
+
 TEST(LoaderErrors, AllUnspecifiedAndOnlyTheOutcomeUnspecifiedAreOneChoice) {
   EXPECT_EQ(error_of(std::string(kHead) + "unspecified: a\nunspecified_outcome: b\nprogram: []\n"),
             "t.yaml:5:22: error: a scenario has 'unspecified' (all it checks) or 'unspecified_outcome' (only how it "

@@ -113,6 +113,7 @@ struct Step {
   ReduceOp reduce_op = ReduceOp::kSum;
   Algorithm algorithm = Algorithm::kAuto;
   Nanos timeout_ns = 0;            // this call's timeout (p2p, collectives, monitored_barrier)
+  Nanos poll_ns = 0;               // async ops: polled (is_completed()) this long before the wait; 0: not
   bool wait_all_ranks = false;     // monitored_barrier
   std::vector<P2PStep> p2p;        // batch_isend_irecv
   std::string handle;              // async ops: the name of the Work; wait: the one to wait

@@ -278,13 +278,14 @@ Work MpiDist::p2p(const char* op, bool async, TensorView t, int peer, int tag, c
 Work MpiDist::send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
   return p2p("send", false, t, dst, tag, g, timeout_ns);
 }
-Work MpiDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) {
+// poll_ns: the worker that serves this Dist polls the request (MPI_Test).
+Work MpiDist::isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns, Nanos /*poll_ns*/) {
   return p2p("isend", true, t, dst, tag, g, timeout_ns);
 }
 Work MpiDist::recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
   return p2p("recv", false, t, src, tag, g, timeout_ns);
 }
-Work MpiDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) {
+Work MpiDist::irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns, Nanos /*poll_ns*/) {
   return p2p("irecv", true, t, src, tag, g, timeout_ns);
 }
 

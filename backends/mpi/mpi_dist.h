@@ -89,9 +89,9 @@ class MpiDist final : public Dist {
   // MPI has no operation timeouts (MpiBackend's BackendInfo::no_timeouts):
   // a call's timeout_ns is refused as invalid_argument, never ignored.
   Work send(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) override;
-  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns) override;
+  Work isend(TensorView t, int dst, int tag, const Group& g, Nanos timeout_ns, Nanos poll_ns) override;
   Work recv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) override;
-  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns) override;
+  Work irecv(TensorView t, int src, int tag, const Group& g, Nanos timeout_ns, Nanos poll_ns) override;
   Work broadcast(TensorView t, int src, const Group& g, CollectiveOptions o) override;
   Work reduce(TensorView t, int dst, ReduceOp op, const Group& g, CollectiveOptions o) override;
   Work all_reduce(TensorView t, ReduceOp op, const Group& g, CollectiveOptions o) override;

@@ -272,11 +272,13 @@ class Server {
       return;
     }
     if (polled && !done_when_polled) {
+      const bool p2p = o.decoded.call.kind == OpKind::kSend || o.decoded.call.kind == OpKind::kRecv;
       reply_error(id, std::make_exception_ptr(std::runtime_error(
                           "collie: " + std::string(o.decoded.call.name()) + "'s handle did not complete in " +
                           std::to_string(o.decoded.call.poll_ns / 1'000'000) +
-                          " ms of polling without a wait (MPI_Test, is_completed()), every member having issued "
-                          "it; wait() then completed it: the op progresses only inside wait(), and a program "
+                          " ms of polling without a wait (MPI_Test, is_completed()), " +
+                          (p2p ? "its peer having issued the matching op" : "every member having issued it") +
+                          "; wait() then completed it: the op progresses only inside wait(), and a program "
                           "that polls its handle before waiting spins for ever")));
       return;
     }

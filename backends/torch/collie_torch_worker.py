@@ -562,10 +562,12 @@ class Worker:
                     waited = [work]
                 if not_polled_done:
                     self.reply_error(op_id, RuntimeError(
-                        "collie: %s's Work.is_completed() stayed False for %d ms of polling without wait(), every "
-                        "member having issued it; wait() then completed it: the op progresses only inside wait(), "
-                        "and a program that polls is_completed() before waiting spins for ever"
-                        % (op, head["poll_ns"] // 1000000)))
+                        "collie: %s's Work.is_completed() stayed False for %d ms of polling without wait(), %s; "
+                        "wait() then completed it: the op progresses only inside wait(), and a program that polls "
+                        "is_completed() before waiting spins for ever"
+                        % (op, head["poll_ns"] // 1000000,
+                           "its peer having issued the matching op" if op in ("isend", "irecv")
+                           else "every member having issued it")))
                     return
                 # Once wait() returned, the Work says it completed (a
                 # program polling is_completed() after wait() would spin).

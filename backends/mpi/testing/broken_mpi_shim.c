@@ -37,6 +37,11 @@
  *                     at its first call, before the other members entered
  *                     (the real barrier goes on hidden and is finished in
  *                     MPI_Comm_free / MPI_Finalize); MPI_Wait is right
+ *   test_nbc_large    MPI_Test completing an MPI_Iallreduce of 256 bytes or more
+ *                     says done one step early: the last element of its output
+ *                     is not written yet (MPI_Wait is right)
+ *   test_irecv_status MPI_Test completing an any-source MPI_Irecv leaves
+ *                     status.MPI_SOURCE as the caller had it (MPI_Wait fills it)
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdlib.h>
@@ -202,10 +207,62 @@ int MPI_Finalize(void) {
   return PMPI_Finalize();
 }
 
+/* test_nbc_large / test_irecv_status: requests whose completion by MPI_Test
+ * the bug bends; `last` holds the last output element's bytes as they were
+ * before the op (at most 16). */
+typedef struct {
+  MPI_Request request;
+  unsigned char* last_element;
+  int bytes;
+  unsigned char before[16];
+} Watched;
+#define MAX_WATCHED 4096
+static Watched watched[MAX_WATCHED];
+static int n_watched;
+
+static void watch(MPI_Request request, void* out, int count, MPI_Datatype type) {
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  if (n_watched >= MAX_WATCHED || size > 16) return;
+  Watched* w = &watched[n_watched++];
+  w->request = request;
+  w->bytes = out && count > 0 ? size : 0;
+  w->last_element = w->bytes ? (unsigned char*)out + (size_t)(count - 1) * (size_t)size : NULL;
+  if (w->bytes) memcpy(w->before, w->last_element, (size_t)w->bytes);
+}
+
+int MPI_Iallreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* request) {
+  const int rc = PMPI_Iallreduce(in, out, count, type, op, comm, request);
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  if (rc == MPI_SUCCESS && bug_is("test_nbc_large") && (long)count * size >= 256)
+    watch(*request, out, count, type);
+  return rc;
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  const int rc = PMPI_Irecv(buf, count, type, source, tag, comm, request);
+  if (rc == MPI_SUCCESS && bug_is("test_irecv_status") && source == MPI_ANY_SOURCE) watch(*request, NULL, 0, type);
+  return rc;
+}
+
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (bug_is("test_never")) {
     *flag = 0;
     return MPI_SUCCESS;
+  }
+  for (int i = 0; i < n_watched; ++i) {
+    if (watched[i].request != *request) continue;
+    Watched w = watched[i];
+    MPI_Status own;
+    const int source_before = status != MPI_STATUS_IGNORE ? status->MPI_SOURCE : 0;
+    const int rc = PMPI_Test(request, flag, status != MPI_STATUS_IGNORE ? status : &own);
+    if (rc != MPI_SUCCESS || !*flag) return rc;
+    watched[i] = watched[--n_watched];
+    if (w.bytes) memcpy(w.last_element, w.before, (size_t)w.bytes); /* the bug: one step early */
+    else if (status != MPI_STATUS_IGNORE) status->MPI_SOURCE = source_before;
+    return rc;
   }
   for (int i = 0; i < n_barriers; ++i) {
     if (barriers[i].request != *request) continue;
