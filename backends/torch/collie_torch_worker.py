@@ -140,9 +140,13 @@ class Buffer:
     wide in its last dimension. The storage's other elements (a guard before
     the tensor and one after it, and the elements between a strided view's
     own) hold a pattern, and the view's place (data pointer, shape, strides,
-    offset) is recorded: an op may change neither (damage())."""
+    offset) is recorded: an op may change neither (damage()). `skew`
+    elements more of guard before the tensor move its data_ptr() off the
+    guard's 64-byte alignment (a slice such as flat[3:] has any element
+    alignment; a library that assumed 16 or 64 bytes passed while every
+    operand was 64-byte aligned)."""
 
-    def __init__(self, spec, blob, strided=False):
+    def __init__(self, spec, blob, strided=False, skew=0):
         dtype = DTYPES[spec["dtype"]]
         shape = list(spec["shape"]) if "shape" in spec else [spec["count"]]  # [] is a 0-d tensor
         n = spec["count"]
@@ -150,18 +154,19 @@ class Buffer:
         flat = torch.empty(0, dtype=dtype) if n == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
         size = torch.empty(0, dtype=dtype).element_size()
         guard = max(1, GUARD_BYTES // size)
+        first = guard + skew
         inner = 2 * n if strided else n
-        store = torch.empty(guard + inner + guard, dtype=dtype, device=DEVICE)
+        store = torch.empty(first + inner + guard, dtype=dtype, device=DEVICE)
         self.bits = store.view(BITS[size])
         self.pattern = guard_pattern(BITS[size], store.numel(), DEVICE)
         self.bits.copy_(self.pattern)
-        self.first, self.end = guard, guard + inner  # the tensor's span of the storage
+        self.first, self.end = first, first + inner  # the tensor's span of the storage
         if strided:
-            self.tensor = store[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
-            self.gaps = self.bits[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
-            self.gaps_pattern = self.pattern[guard:guard + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
+            self.tensor = store[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
+            self.gaps = self.bits[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
+            self.gaps_pattern = self.pattern[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
         else:
-            self.tensor = store[guard:guard + n].view(shape)
+            self.tensor = store[first:first + n].view(shape)
             self.gaps = None
         self.tensor.copy_(flat.reshape(shape))
         self.place = self.where()
@@ -416,7 +421,21 @@ class Worker:
         try:
             self.groups[gid] = dist.new_group(ranks=ranks, **kwargs)
         except Exception as e:  # noqa: BLE001
-            self.group_errors[gid] = "%s: %s" % (type(e).__name__, e)
+            self.group_errors[gid] = "could not be created: %s: %s" % (type(e).__name__, e)
+            return
+        # A member's group answers its own size and this rank's place in it
+        # (torch numbers a group's ranks in sorted order): programs size
+        # their lists and pick roots by them (a backend whose subgroup
+        # answered the world's size and rank passed: the worker never asked).
+        me = dist.get_rank()
+        if me in ranks:
+            size, rank = dist.get_world_size(self.groups[gid]), dist.get_rank(self.groups[gid])
+            want_size, want_rank = len(ranks), sorted(ranks).index(me)
+            if (size, rank) != (want_size, want_rank):
+                self.group_errors[gid] = (
+                    "is wrong: dist.get_world_size(group) is %d and dist.get_rank(group) %d on global rank %d of "
+                    "the group of ranks %s, which has %d members and numbers this rank %d (its ranks in sorted "
+                    "order)" % (size, rank, me, sorted(ranks), want_size, want_rank))
 
     # ---- ops --------------------------------------------------------------
     @staticmethod
@@ -441,7 +460,7 @@ class Worker:
         """Calls the op with torch.distributed: returns (work or None, the source of a blocking receive)."""
         gid = head.get("group", 0)
         if gid in self.group_errors:
-            raise RuntimeError("its group could not be created: " + self.group_errors[gid])
+            raise RuntimeError("its group " + self.group_errors[gid])
         group = self.groups[gid]
         a = self.decode(head, tensors)
         one = {k: v[0] for k, v in a.items() if k in ("tensor", "output") and v}
@@ -623,7 +642,9 @@ class Worker:
         """The op's tensors as a program holds them: each in a storage of its
         own, save that every other op (odd ids) gets each list operand as
         adjacent views of one storage (Buffer.chunks) -- programs make lists
-        both ways. Strided runs keep their own layout."""
+        both ways. Strided runs keep their own layout. A tensor of its own
+        starts id % 8 elements past the 64-byte alignment, so that across a
+        run the operands take every data_ptr() alignment."""
         specs = head["tensors"]
         out = [None] * len(specs)
         at = 0
@@ -635,7 +656,8 @@ class Worker:
             if (n >= 2 and head["id"] % 2 == 1 and not self.strided and len({p["dtype"] for p in part}) == 1):
                 out[at:at + n] = Buffer.chunks(part, blobs[at:at + n])
             at += n
-        return [b if b is not None else Buffer(spec, blob, self.strided) for b, spec, blob in zip(out, specs, blobs)]
+        skew = head["id"] % 8
+        return [b if b is not None else Buffer(spec, blob, self.strided, skew) for b, spec, blob in zip(out, specs, blobs)]
 
     def op(self, head, blobs):
         op_id = head["id"]

@@ -60,6 +60,13 @@ breaks one thing:
   torch:done_only_in_wait  broadcast's Work says is_completed() False until
                          wait() is called, however long ago the op completed
                          (a program polling it before waiting spins for ever)
+  torch:subgroup_world_size  a group made by new_group answers the world's
+                         size and the caller's global rank from size() and
+                         rank() (dist.get_world_size(group)); its ops are right
+  torch:misaligned_head  all_reduce of a tensor whose data_ptr() is not
+                         16-byte aligned leaves the elements before the first
+                         16-byte boundary unreduced (a vector kernel without
+                         its scalar head loop)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -405,6 +412,32 @@ class ErrorsAsSuccess(_Wrapped):
             return _Swallowed(None)
 
 
+class SubgroupWorldSize(_Wrapped):
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(store, rank, size, timeout)
+        # Groups made after init_process_group: the world's numbers.
+        self._world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else None
+
+    def size(self):
+        return self._world[1] if self._world else dist.ProcessGroup.size(self)
+
+    def rank(self):
+        return self._world[0] if self._world else dist.ProcessGroup.rank(self)
+
+
+class MisalignedHead(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        t = tensors[0]
+        off = t.data_ptr() % 16
+        head = min(t.numel(), (16 - off) // t.element_size()) if off and t.is_contiguous() else 0
+        keep = t.reshape(-1)[:head].clone()
+        work = self.gloo.allreduce(tensors, opts)
+        if head:
+            work.wait()
+            t.reshape(-1)[:head] = keep
+        return work
+
+
 dist.Backend.register_backend("broken_sum", BrokenSum)
 dist.Backend.register_backend("hanging_reduce", HangingReduce)
 dist.Backend.register_backend("reversed_gather", ReversedGather)
@@ -426,3 +459,5 @@ dist.Backend.register_backend("chunked_list_offset", ChunkedListOffset)
 dist.Backend.register_backend("success_says_failed", SuccessSaysFailed)
 dist.Backend.register_backend("recv_ring_2048", RecvRing2048)
 dist.Backend.register_backend("recv_timeout_ignored", RecvTimeoutIgnored)
+dist.Backend.register_backend("subgroup_world_size", SubgroupWorldSize)
+dist.Backend.register_backend("misaligned_head", MisalignedHead)
