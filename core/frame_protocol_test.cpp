@@ -137,6 +137,26 @@ TEST(FrameProtocol, ASecondClearToSendForOneRendezvousIsRefused) {
   EXPECT_NE(error_of(w).find("which no send of this rank to rank 1 awaits"), std::string::npos) << error_of(w);
 }
 
+// A loss report names a peer: one for the reporting rank itself, or for a
+// rank outside the world, breaks the contract (core/transport.h) and fails
+// what is pending, saying so; both used to be taken as a peer's loss.
+TEST(FrameProtocol, ALossReportForTheRankItselfOrOutsideTheWorldIsRefused) {
+  for (int peer : {0, 3, -1}) {
+    RecordingTransport t(0, 3);
+    MessageEngine engine(t, kEager);
+    std::vector<float> into(4, -1.0f);
+    RecvSpec r;
+    r.src = 1;
+    r.buf = TensorView{into.data(), DType::kFloat32, into.size(), MemorySpace::kHost};
+    const auto w = engine.recv(r, nullptr);
+    engine.on_peer_lost(peer, "the link went down", false);
+    const std::string e = error_of(w);
+    EXPECT_NE(e.find("the transport broke its contract"), std::string::npos) << e;
+    EXPECT_NE(e.find("on_peer_lost for rank " + std::to_string(peer)), std::string::npos) << e;
+    EXPECT_NE(e.find(peer == 0 ? "the reporting rank itself" : "outside the world of 3"), std::string::npos) << e;
+  }
+}
+
 // A forged answer's error is typed and names the op the frame is part of
 // (rank, op, group, sequence), its peer and the field: it named the rank
 // alone.

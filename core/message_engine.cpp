@@ -544,6 +544,11 @@ bool MessageEngine::read_after_completion(const FrameHeader& h, std::span<const 
 
 void MessageEngine::on_peer_lost(int peer, const std::string& why, bool clean) {
   if (called_inside_a_call("on_peer_lost")) return;
+  if (broken_) return;
+  if (peer == rank_ || peer < 0 || peer >= t_.world_size())
+    return contract_violation(nullptr, "on_peer_lost for rank " + std::to_string(peer) + " (\"" + why + "\"): " +
+                                           (peer == rank_ ? "the reporting rank itself; only a peer can be lost"
+                                                          : "outside the world of " + std::to_string(t_.world_size())));
   if (scribble_) scribble_->restore();
   if (!clean) odd().lost_peers.insert(peer);
   odd().lost_why[peer] = why;
