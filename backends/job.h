@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/view_layout.h"
 #include "core/dist.h"
 #include "core/local_world.h"
 #include "core/task.h"
@@ -57,11 +58,10 @@ struct JobOptions {
   std::vector<ProcessFault> process_faults;
   const sim::SimulationOptions* simulation = nullptr;  // simulated backends only
   // Process backends: each worker hands the library every tensor as a
-  // non-contiguous view holding the same values (every other element of a
-  // buffer twice as wide, as a program passes a strided slice); a worker
+  // non-contiguous view holding the same values (ViewLayout); a worker
   // whose adapter cannot fails each op as unsupported, saying so. collie's
   // core ignores it: its views are contiguous by contract (core/tensor.h).
-  bool strided_views = false;
+  ViewLayout views = ViewLayout::kContiguous;
   // Keep a record of each rank's ops in flight that another thread may read
   // while run() is stuck (Job::in_flight_report; the conformance watchdog).
   bool track_in_flight = false;

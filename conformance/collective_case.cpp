@@ -39,7 +39,7 @@ std::string CollectiveCase::describe(bool with_algorithm, int group_size) const 
   }
   os << " data_seed " << data_seed;
   if (async_op) os << (polled ? " async polled" : " async");
-  if (strided) os << " strided";
+  if (views != ViewLayout::kContiguous) os << " " << view_layout_name(views);
   if (special_values) os << " special_values";
   if (rounding) os << " rounding";
   if (negative) os << " negative";

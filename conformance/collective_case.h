@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/view_layout.h"
 #include "core/algorithm.h"
 #include "core/executor.h"
 #include "core/frame.h"
@@ -74,8 +75,8 @@ struct CollectiveCase {
   // with count 1: 0-d scalars (a loss, a step count).
   std::int64_t row = 0;
   // Process backends hand the library non-contiguous views of the tensors
-  // (JobOptions::strided_views); the values are the same.
-  bool strided = false;
+  // (JobOptions::views); the values are the same.
+  ViewLayout views = ViewLayout::kContiguous;
   // Every contributor negative (integer and floating dtypes; unsigned ones
   // keep their usual inputs): a MIN or MAX that starts from 0 shows.
   bool negative = false;

@@ -282,7 +282,10 @@ void layouts(std::vector<DecidedCase>& out) {
     c.data_seed = 350 + i;
     out.push_back(collective("layouts", name_of(ops[i]) + "_0d", 3, {c}));
   }
-  for (bool strided : {false, true}) {
+  // Pitched views (rows of a wider buffer, stride(-1) 1): a library that
+  // judged contiguity by the last stride alone read and wrote them as dense
+  // memory, and only every-other-element views were handed over.
+  for (ViewLayout views : {ViewLayout::kContiguous, ViewLayout::kStrided, ViewLayout::kPitched}) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (!takes_tensors(op_spec(ops[i]))) continue;
       CollectiveCase c = case_of(ops[i]);
@@ -290,11 +293,12 @@ void layouts(std::vector<DecidedCase>& out) {
       c.count = 21;
       c.row = 3;
       c.root = 1;
-      c.strided = strided;
+      c.views = views;
       c.reduce_op = reduce_op_for(i);
-      c.data_seed = 300 + i;
-      DecidedCase d = collective("layouts", name_of(ops[i]) + (strided ? "_2d_strided" : "_2d"), 3, {c});
-      d.strided = strided;
+      c.data_seed = 300 + i + (views == ViewLayout::kPitched ? 40 : 0);
+      const std::string layout = views == ViewLayout::kContiguous ? "" : std::string("_") + view_layout_name(views);
+      DecidedCase d = collective("layouts", name_of(ops[i]) + "_2d" + layout, 3, {c});
+      d.views = views;
       out.push_back(std::move(d));
     }
   }

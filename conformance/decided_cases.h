@@ -18,7 +18,9 @@
 //                      4,096 and 65,536 (powers of two) on three; each
 //                      blocking with a middle root, then async
 //   layouts            every collective with two-dimensional tensors, and
-//                      with non-contiguous (strided) views of them; the
+//                      with non-contiguous views of them (every other
+//                      element of wider rows; the first half of wider
+//                      rows, whose last stride is 1); the
 //                      ones that take a tensor or a list, with 0-d scalars
 //   uneven_all_to_all  both all_to_all forms with input and output splits
 //                      that differ (empty blocks among them), 1-D and 2-D;
@@ -62,7 +64,7 @@ struct DecidedCase {
   // ... or a targeted check (targeted_checks.h) instead; `library`: the
   // implementation runs in processes of its own (waits sized for them).
   std::function<CaseOutcome(const RunOnEveryRank& run, const std::string& context, bool library)> check;
-  bool strided = false;         // the library gets non-contiguous views (JobOptions::strided_views)
+  ViewLayout views = ViewLayout::kContiguous;  // how the library gets the tensors (JobOptions::views)
   bool needs_timeouts = false;  // skipped on a backend without operation timeouts
   // A library that refuses one of its calls leaves a peer waiting: on a
   // process backend it runs under the suite's hang window, not its timeout.

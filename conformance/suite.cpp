@@ -203,14 +203,14 @@ SuiteResult run_conformance(const SuiteOptions& o) {
 
   // Generated property cases, each on a job of its world.
   // `timeout_ns`: the run's op timeout on a process backend (0: the suite's).
-  auto on_job = [&o, &backend, &jobs, processes, frames_total](int world, std::uint64_t seed, bool strided = false,
+  auto on_job = [&o, &backend, &jobs, processes, frames_total](int world, std::uint64_t seed, ViewLayout views = ViewLayout::kContiguous,
                                                                 Nanos timeout_ns = 0) {
-    return [&o, &backend, &jobs, processes, world, seed, strided, timeout_ns, frames_total](const DistProgram& program) {
+    return [&o, &backend, &jobs, processes, world, seed, views, timeout_ns, frames_total](const DistProgram& program) {
       JobOptions jo;
       jo.world_size = world;
       jo.seed = seed;
       jo.timeout_ns = processes ? (timeout_ns > 0 ? timeout_ns : o.timeout_ns) : 0;
-      jo.strided_views = strided;
+      jo.views = views;
       jo.scribble_completed_sends = true;
       sim::SimulationOptions simulation;
       simulation.network.jitter_fraction = 0.5;
@@ -945,7 +945,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
         ran.skipped = backend.no_timeouts;
         return ran;
       }
-      CaseOutcome c = run_decided(d, on_job(d.world, 1, d.strided, timeout_ns), strict, library);
+      CaseOutcome c = run_decided(d, on_job(d.world, 1, d.views, timeout_ns), strict, library);
       ran.failure = std::move(c.failure);
       ran.notes = std::move(c.notes);
       ran.skipped = std::move(c.skipped);

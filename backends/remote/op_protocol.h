@@ -33,9 +33,9 @@
 //                   told of every group, as non-members, so that every rank
 //                   numbers groups alike (only for workers whose jobs serve
 //                   smaller worlds: ProcessJobSpec::serves_smaller_worlds).
-//                   views "strided" (JobOptions::strided_views): hand the
-//                   library non-contiguous views of the tensors, or fail
-//                   each op as unsupported.
+//                   views "strided" or "pitched" (JobOptions::views): hand
+//                   the library non-contiguous views of the tensors, or
+//                   fail each op as unsupported.
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one

@@ -117,7 +117,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   void set_run_options(const JobOptions& o) override {
     options_.timeout_ns = o.timeout_ns;
     options_.process_faults = o.process_faults;
-    options_.strided_views = o.strided_views;
+    options_.views = o.views;
     if (can_run_world(o.world_size)) run_world_ = o.world_size;
   }
   RunResult run(const DistProgram& program, const RunContext& context) override;
@@ -770,7 +770,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
     if (r.dead) continue;
     json begin{{"t", "begin"}};
     if (options_.timeout_ns > 0) begin["timeout_ns"] = options_.timeout_ns;
-    if (options_.strided_views) begin["views"] = "strided";
+    if (options_.views != ViewLayout::kContiguous) begin["views"] = view_layout_name(options_.views);
     if (run_world_ < world_) begin["world"] = run_world_;
     queue(r, begin, {});
     flush(r);

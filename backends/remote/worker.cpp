@@ -168,7 +168,7 @@ class Server {
     async_.clear();
     answered_.clear();
     timeout_ns_ = head.value("timeout_ns", Nanos{0});
-    strided_ = head.value("views", "") == "strided";
+    strided_ = !head.value("views", "").empty();
     // A run of fewer ranks than the job's: the others make its groups as
     // non-members (every rank numbers groups alike) and idle through it.
     const int world = head.value("world", d_.world_size());

@@ -31,7 +31,7 @@ struct WorkerHooks {
   std::function<nlohmann::json(Dist& dist, const nlohmann::json& options)> bench;
 
   // Why this worker cannot hand its library non-contiguous views (a run
-  // that asks for them, {"views":"strided"}, then fails each op as
+  // that asks for them, {"views":"strided"} or "pitched", then fails each op as
   // unsupported with these words). Empty: the request is ignored, as by
   // collie's core, whose views are contiguous by contract.
   std::string no_strided_views;

@@ -136,35 +136,40 @@ class Buffer:
     """A program's tensor as the library gets it: shaped as its "shape" (1-D
     without one, [] for a 0-d scalar), a view into a larger storage -- as a
     tensor cut from a bucket or a batch is -- at an offset, and for a run
-    that asks for strided views every other element of a tensor twice as
-    wide in its last dimension. The storage's other elements (a guard before
-    the tensor and one after it, and the elements between a strided view's
-    own) hold a pattern, and the view's place (data pointer, shape, strides,
+    that asks for non-contiguous views (`views`) each row inside a row twice
+    as wide: every other element of it ("strided", wide[..., ::2]) or its
+    first half ("pitched", wide[..., :k]: the last stride is 1, yet the
+    tensor is not contiguous). The storage's other elements (a guard before
+    the tensor and one after it, and the rest of each wide row) hold a
+    pattern, and the view's place (data pointer, shape, strides,
     offset) is recorded: an op may change neither (damage()). `skew`
     elements more of guard before the tensor move its data_ptr() off the
     guard's 64-byte alignment (a slice such as flat[3:] has any element
     alignment; a library that assumed 16 or 64 bytes passed while every
     operand was 64-byte aligned)."""
 
-    def __init__(self, spec, blob, strided=False, skew=0):
+    def __init__(self, spec, blob, views=None, skew=0):
         dtype = DTYPES[spec["dtype"]]
         shape = list(spec["shape"]) if "shape" in spec else [spec["count"]]  # [] is a 0-d tensor
         n = spec["count"]
-        strided = strided and bool(shape)
+        wide = views in ("strided", "pitched") and bool(shape)
         flat = torch.empty(0, dtype=dtype) if n == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
         size = torch.empty(0, dtype=dtype).element_size()
         guard = max(1, GUARD_BYTES // size)
         first = guard + skew
-        inner = 2 * n if strided else n
+        inner = 2 * n if wide else n
         store = torch.empty(first + inner + guard, dtype=dtype, device=DEVICE)
         self.bits = store.view(BITS[size])
         self.pattern = guard_pattern(BITS[size], store.numel(), DEVICE)
         self.bits.copy_(self.pattern)
         self.first, self.end = first, first + inner  # the tensor's span of the storage
-        if strided:
-            self.tensor = store[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., ::2]
-            self.gaps = self.bits[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
-            self.gaps_pattern = self.pattern[first:first + inner].view(shape[:-1] + [2 * shape[-1]])[..., 1::2]
+        if wide:
+            rows = shape[:-1] + [2 * shape[-1]]
+            own, rest = ((slice(None, None, 2), slice(1, None, 2)) if views == "strided"
+                         else (slice(None, shape[-1]), slice(shape[-1], None)))
+            self.tensor = store[first:first + inner].view(rows)[..., own]
+            self.gaps = self.bits[first:first + inner].view(rows)[..., rest]
+            self.gaps_pattern = self.pattern[first:first + inner].view(rows)[..., rest]
         else:
             self.tensor = store[first:first + n].view(shape)
             self.gaps = None
@@ -222,7 +227,7 @@ class Buffer:
             at = int((after != self.pattern[self.end:]).nonzero()[0][0])
             where = "%d elements past its last" % (at + 1)
         elif self.gaps is not None and not torch.equal(self.gaps, self.gaps_pattern):
-            where = "between its elements (the strided view's gaps)"
+            where = "beside its elements (the rest of the wider rows it is a view of)"
         else:
             return None
         return "wrote into memory around the tensor that is not its own: an element %s changed" % where
@@ -379,7 +384,7 @@ class Worker:
         self.groups = {}   # the run's group ids -> torch groups
         self.group_errors = {}
         self.handles = {}  # async op id -> (op, work, tensors, peer, group)
-        self.strided = False  # the run hands the library non-contiguous views
+        self.views = None  # the run hands the library non-contiguous views: "strided" or "pitched"
         self.answered = set()  # async ops that failed when issued (a wait for one is answered)
         self.world_timeout_ns = None  # the timeout group 0 was made with
         self.kept, self.kept_bytes = collections.deque(), 0  # completed ops' tensors: (op, id, operand, tensor, its bytes then)
@@ -482,7 +487,7 @@ class Worker:
     def reply_error(self, op_id, e):
         text = "%s: %s" % (type(e).__name__, e)
         kind = "unsupported" if UNSUPPORTED.search(text) else "library"
-        if self.strided and "contiguous" in text.lower():
+        if self.views and "contiguous" in text.lower():
             # A refusal in words, not a wrong answer: the case is skipped with them.
             kind, text = "unsupported", "the library refuses non-contiguous tensors: " + text
         self.link.write({"t": "failed", "id": op_id, "kind": kind, "error": text})
@@ -653,11 +658,11 @@ class Worker:
             if n is None:
                 continue
             part = specs[at:at + n]
-            if (n >= 2 and head["id"] % 2 == 1 and not self.strided and len({p["dtype"] for p in part}) == 1):
+            if (n >= 2 and head["id"] % 2 == 1 and not self.views and len({p["dtype"] for p in part}) == 1):
                 out[at:at + n] = Buffer.chunks(part, blobs[at:at + n])
             at += n
         skew = head["id"] % 8
-        return [b if b is not None else Buffer(spec, blob, self.strided, skew) for b, spec, blob in zip(out, specs, blobs)]
+        return [b if b is not None else Buffer(spec, blob, self.views, skew) for b, spec, blob in zip(out, specs, blobs)]
 
     def op(self, head, blobs):
         op_id = head["id"]
@@ -691,7 +696,7 @@ class Worker:
             if t == "end":
                 return 0
             if t == "begin":
-                self.strided = head.get("views") == "strided"
+                self.views = head.get("views")
                 self.begin_run(head.get("timeout_ns"))
             elif t == "group":
                 self.make_group(head["group"], head["ranks"], head.get("timeout_ns"))
