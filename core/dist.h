@@ -98,6 +98,16 @@ class LibraryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What the rank's worker process saw the library do wrong to an op the
+// library said had succeeded (a handle that said done before its outputs
+// were written, memory written around a tensor, is_success() False after a
+// clean wait()): a failure of the run whatever its scenario expects -- an
+// expected error is the library's own, never this.
+class LibraryCheckFailure : public LibraryError {
+ public:
+  using LibraryError::LibraryError;
+};
+
 // The blocks all_to_all_single cuts `t` into for a group of n ranks called
 // `group_name`: by `splits` (element counts, one per rank, adding up to
 // t.count) or, with no splits, n equal blocks. `what` is "input" or

@@ -173,6 +173,19 @@ RunResult LocalWorld::run(const RankProgram& program, const RunContext& context)
                             " with schedule_at(); core/executor.h: a timer resumes once now() reaches its time, "
                             "so nothing is stuck while one is pending -- the transport lost this timer (or never fires any)";
     }
+    // ... and so is one reported while a send's completion is owed: with
+    // nothing left to do the transport has made every completion it ever
+    // will (a survivor waiting on a completion dropped at a peer's loss
+    // passed a scenario that expected another rank's error).
+    for (std::size_t r = 0; stuck && r < n && res.transport_fault.empty(); ++r) {
+      if ((context.crashed && context.crashed(static_cast<int>(r))) || !comms_[r]->engine().owes_completions()) continue;
+      const std::vector<std::string> owed = comms_[r]->engine().owed_completions();
+      res.transport_fault = "transport: run_until reported a deadlock (" + std::string(e.what()) + ") at t=" +
+                            std::to_string(exec.now()) + " ns while " + owed.front() +
+                            (owed.size() > 1 ? " and " + std::to_string(owed.size() - 1) + " more" : std::string()) +
+                            " still had no on_send_complete(): with nothing left to do the transport owes nothing; "
+                            "core/transport.h: every send posted with a cookie is completed exactly once";
+    }
   }
   // Completions the transport still owes once every rank is done (a NACK's,
   // which no op waits for; a send whose op was given up): it runs until it

@@ -31,7 +31,18 @@ struct RankError {
   bool is_collie;
   std::string text;
   bool process_died = false;  // a process job's rank whose process ended: it raised nothing
+  bool check_failure = false;  // the worker's own finding (LibraryCheckFailure): no expected error
 };
+
+bool is_check_failure(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const LibraryCheckFailure&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
 
 // How much an error explains a failed run: mismatches and bad arguments
 // first, a library's own errors next, then timeouts and lost peers (which
@@ -105,6 +116,7 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
         continue;
       }
       e.process_died = !o.fate.empty();
+      e.check_failure = is_check_failure(o.error);
       errors.push_back(std::move(e));
     } else if (!o.fate.empty() && !run.stalled) {
       errors.push_back(RankError{static_cast<int>(r), ErrorKind::kTransport, false,
@@ -145,6 +157,14 @@ Verdict judge(const Scenario& s, const RunResult& run, const RunLog& log, const 
   } else {
     expected_outcome(s, run, errors, how, v, deviation);
   }
+  // A library that did an op wrong while saying it succeeded fails the run
+  // whatever it expects (a wait(timeout) that returned instead of raising
+  // passed a scenario expecting that rank's timeout error).
+  if (s.outcome.kind != Outcome::kOk || !how.process_faults.empty())
+    for (const RankError& e : errors)
+      if (e.check_failure)
+        v.failures.push_back(e.text + " (what the rank's worker saw the library do to an op it said had succeeded: "
+                                      "no expected outcome excuses it)");
   for (const auto& f : log.failures) deviation(f, unspecified_scenario);
   for (const auto& f : log.unspecified_failures) deviation(f, true);
   if (how.records_checked) {
@@ -190,6 +210,7 @@ void expected_outcome(const Scenario& s, const RunResult& run, const std::vector
       for (const RankError& e : errors) {
         if (want.rank && e.rank != *want.rank) continue;
         if (e.process_died && !how.collie_core) continue;  // a library that crashes raised nothing
+        if (e.check_failure) continue;                      // not an error the library raised
         if (how.collie_core) {
           // collie's own errors are typed and worded: both must match.
           if (want.error_kind && (!e.is_collie || e.kind != *want.error_kind)) continue;

@@ -107,6 +107,7 @@
 #define LOOPBACK_CONTEXT8 35
 #define LOOPBACK_AVG_OVER_16 36
 #define LOOPBACK_COMPLETION_QUEUE 37
+#define LOOPBACK_LOSS_DROPS_COMPLETIONS 38
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -205,6 +206,9 @@ constexpr Variant kVariants[] = {
      "broken on purpose: finish_average() takes 1/n from a table of 16: more than 16 members divide by 16"},
     {"completion_queue_4096_loopback", LOOPBACK_COMPLETION_QUEUE, 4096,
      "broken on purpose: a completion queue of 4,096 per rank; completions past it are lost"},
+    {"loss_drops_completions_loopback", LOOPBACK_LOSS_DROPS_COMPLETIONS, 1,
+     "broken on purpose: a peer's loss resets the observer's completion queue: its queued send completions, to any "
+     "peer, are lost"},
 };
 
 // This module's file name without folder and extension.
@@ -488,7 +492,18 @@ class Loopback final : public collie::InProcessBackend {
           }
           ep.sink()->on_send_complete(it.ptr);
           break;
-        case Item::kLost: ep.sink()->on_peer_lost(it.turns, it.why, false); break;
+        case Item::kLost:
+          if (bug() == LOOPBACK_LOSS_DROPS_COMPLETIONS)  // the bug: the observer's queued completions go
+            for (auto q = queue_.begin(); q != queue_.end();) {
+              if (q->kind != Item::kSent || q->rank != it.rank) {
+                ++q;
+                continue;
+              }
+              --completions_[static_cast<std::size_t>(it.rank)];
+              q = queue_.erase(q);
+            }
+          ep.sink()->on_peer_lost(it.turns, it.why, false);
+          break;
         case Item::kReadLate:
           // Behind the sender's resumption in the queue: it has run on (and
           // may have reused its buffer) by the time the payload is read.

@@ -54,7 +54,9 @@
 //   {"t":"done","id":N,"source":S,"not_member":B,"outputs":[k...]} + one
 //     blob per output: the new bytes of the op's tensors k.
 //   {"t":"failed","id":N,"kind":K,"error":TEXT}  K: a collie error kind
-//     ("unsupported", "invalid_argument", "timeout", ...) or "library".
+//     ("unsupported", "invalid_argument", "timeout", ...), "library", or
+//     "check": the worker's own finding that the library did the op wrong
+//     while saying it succeeded (LibraryCheckFailure).
 //   {"t":"bench_rows","rows":[...]} / {"t":"bench_failed","error":TEXT}
 //   {"t":"crashed","signal":N}  the worker's process is dying of signal N
 //     (its fatal-signal handler says so; the connection closes next).

@@ -494,6 +494,8 @@ void ProcessJob::on_message(int rank, Message m) {
                         c.value("peers", std::vector<int>{})};
       }
       w.finish(std::make_exception_ptr(Error(*k, std::move(ctx), text)));
+    } else if (kind == "check") {
+      w.finish(std::make_exception_ptr(LibraryCheckFailure(w.describe() + ": " + text)));
     } else {
       w.finish(std::make_exception_ptr(LibraryError(w.describe() + ": " + text)));
     }

@@ -23,6 +23,12 @@ namespace collie::remote {
 
 namespace {
 
+// What the worker itself saw the library do wrong to an op the library said
+// had succeeded: sent as kind "check" (op_protocol.h).
+struct WorkerCheck : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 using json = nlohmann::json;
 
 // An op this rank was asked to run, over its own copies of the buffers, and
@@ -186,6 +192,9 @@ class Server {
     json h{{"t", "failed"}, {"id", id}};
     try {
       std::rethrow_exception(e);
+    } catch (const WorkerCheck& x) {
+      h["kind"] = "check";
+      h["error"] = x.what();
     } catch (const Error& x) {
       h["kind"] = std::string(error_kind_name(x.kind()));
       h["error"] = x.detail();
@@ -273,7 +282,7 @@ class Server {
     }
     if (polled && !done_when_polled) {
       const bool p2p = o.decoded.call.kind == OpKind::kSend || o.decoded.call.kind == OpKind::kRecv;
-      reply_error(id, std::make_exception_ptr(std::runtime_error(
+      reply_error(id, std::make_exception_ptr(WorkerCheck(
                           "collie: " + std::string(o.decoded.call.name()) + "'s handle did not complete in " +
                           std::to_string(o.decoded.call.poll_ns / 1'000'000) +
                           " ms of polling without a wait (MPI_Test, is_completed()), " +
@@ -283,7 +292,7 @@ class Server {
       return;
     }
     if (const std::string changed = changed_buffers(o); !changed.empty()) {
-      reply_error(id, std::make_exception_ptr(std::runtime_error("collie: " + changed)));
+      reply_error(id, std::make_exception_ptr(WorkerCheck("collie: " + changed)));
       return;
     }
     // Overwritten once complete: a send that completed before the library
@@ -330,7 +339,7 @@ class Server {
         hooks_.poll([&o] { return o.work.is_completed(); })) {
       // A member of the group calls it later: it cannot have completed
       // (MPI_Test saying an Ibarrier is done before the others entered).
-      reply_error(id, std::make_exception_ptr(std::runtime_error(
+      reply_error(id, std::make_exception_ptr(WorkerCheck(
                           "collie: " + std::string(o.decoded.call.name()) + "'s handle said it completed (MPI_Test, "
                           "is_completed()) as it was issued, while a member of its group had not called it yet: it "
                           "cannot have completed")));

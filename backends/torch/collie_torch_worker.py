@@ -132,6 +132,13 @@ def guard_pattern(bits, n, device):
     return p[:n]
 
 
+class WorkerCheck(RuntimeError):
+    """What the worker itself saw the library do wrong to an op it said had
+    succeeded (a Work that said done early, memory written around a tensor,
+    is_success() False after a clean wait()). Sent as kind "check": the
+    controller never takes it for an error a scenario expects."""
+
+
 class Buffer:
     """A program's tensor as the library gets it: shaped as its "shape" (1-D
     without one, [] for a 0-d scalar), a view into a larger storage -- as a
@@ -465,7 +472,8 @@ class Worker:
         """Calls the op with torch.distributed: returns (work or None, the source of a blocking receive)."""
         gid = head.get("group", 0)
         if gid in self.group_errors:
-            raise RuntimeError("its group " + self.group_errors[gid])
+            text = "its group " + self.group_errors[gid]
+            raise WorkerCheck(text) if text.startswith("its group is wrong") else RuntimeError(text)
         group = self.groups[gid]
         a = self.decode(head, tensors)
         one = {k: v[0] for k, v in a.items() if k in ("tensor", "output") and v}
@@ -487,6 +495,8 @@ class Worker:
     def reply_error(self, op_id, e):
         text = "%s: %s" % (type(e).__name__, e)
         kind = "unsupported" if UNSUPPORTED.search(text) else "library"
+        if isinstance(e, WorkerCheck):
+            kind, text = "check", str(e)
         if self.views and "contiguous" in text.lower():
             # A refusal in words, not a wrong answer: the case is skipped with them.
             kind, text = "unsupported", "the library refuses non-contiguous tensors: " + text
@@ -580,12 +590,17 @@ class Worker:
                     if work.is_completed():
                         said_done_with = [to_bytes(tensors[k]) for k in writes]
                     if head.get("timeout_ns"):
-                        work.wait(timeout=timeout_of(head["timeout_ns"]))
+                        if work.wait(timeout=timeout_of(head["timeout_ns"])) is False:
+                            # torch: wait(timeout) raises when the timeout expires.
+                            self.reply_error(op_id, WorkerCheck(
+                                "collie: %s's Work.wait(timeout=%s) returned False instead of raising: a program "
+                                "carries on as if the op had completed" % (op, timeout_of(head["timeout_ns"]))))
+                            return
                     else:
                         work.wait()
                     waited = [work]
                 if not_polled_done:
-                    self.reply_error(op_id, RuntimeError(
+                    self.reply_error(op_id, WorkerCheck(
                         "collie: %s's Work.is_completed() stayed False for %d ms of polling without wait(), %s; "
                         "wait() then completed it: the op progresses only inside wait(), and a program that polls "
                         "is_completed() before waiting spins for ever"
@@ -596,7 +611,7 @@ class Worker:
                 # Once wait() returned, the Work says it completed (a
                 # program polling is_completed() after wait() would spin).
                 if not all(w.is_completed() for w in waited):
-                    self.reply_error(op_id, RuntimeError(
+                    self.reply_error(op_id, WorkerCheck(
                         "collie: Work.is_completed() returned False after wait() returned: a completed op must "
                         "say so"))
                     return
@@ -604,7 +619,7 @@ class Worker:
                 # after wait() must not read a failure (torch 1.13's Python
                 # cannot read Work.exception(): it returns a C++ exception_ptr).
                 if not all(w.is_success() for w in waited):
-                    self.reply_error(op_id, RuntimeError(
+                    self.reply_error(op_id, WorkerCheck(
                         "collie: wait() returned without an error, yet Work.is_success() returned False: an op "
                         "that completed without error must say so"))
                     return
@@ -617,11 +632,11 @@ class Worker:
         for k, b in enumerate(buffers):
             damage = b.damage()
             if damage:
-                self.reply_error(op_id, RuntimeError("collie: %s, on its operand %d, %s" % (op, k, damage)))
+                self.reply_error(op_id, WorkerCheck("collie: %s, on its operand %d, %s" % (op, k, damage)))
                 return
         now = [to_bytes(t) for t in tensors]  # once: the checks, the kept copies and the answer
         if said_done_with is not None and said_done_with != [now[k] for k in writes]:
-            self.reply_error(op_id, RuntimeError(
+            self.reply_error(op_id, WorkerCheck(
                 "collie: Work.is_completed() returned True before wait(), yet the op's outputs changed in wait(): "
                 "they were not in place when it said so"))
             return
@@ -632,11 +647,11 @@ class Worker:
         if work is not None and not isinstance(work, list) and outs and op not in P2P_OPS:
             again = self.wait_again(work, tensors, outs)
             if again:
-                self.reply_error(op_id, RuntimeError("collie: " + again))
+                self.reply_error(op_id, WorkerCheck("collie: " + again))
                 return
         changed = self.check_untouched(op, now, blobs, outs)
         if changed:
-            self.reply_error(op_id, RuntimeError("collie: " + changed))
+            self.reply_error(op_id, WorkerCheck("collie: " + changed))
             return
         self.keep_completed(op, op_id, tensors, now)
         self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
@@ -678,7 +693,7 @@ class Worker:
         group = self.groups.get(head.get("group", 0))
         if head.get("must_be_pending") and work is not None and not isinstance(work, list) and work.is_completed():
             # A member of the group calls it later: it cannot have completed.
-            self.reply_error(op_id, RuntimeError(
+            self.reply_error(op_id, WorkerCheck(
                 "collie: %s's Work.is_completed() returned True as it was issued, while a member of its group had "
                 "not called it yet: it cannot have completed" % head["op"]))
             if head.get("async", False):

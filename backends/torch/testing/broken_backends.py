@@ -67,6 +67,9 @@ breaks one thing:
                          16-byte aligned leaves the elements before the first
                          16-byte boundary unreduced (a vector kernel without
                          its scalar head loop)
+  torch:timeout_returns  a receive's Work.wait(timeout) returns False when the
+                         timeout expires instead of raising (the program
+                         carries on as if it had received)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -334,6 +337,28 @@ class _NoTimeout(_c10d.Work):
         return self.inner._source_rank()
 
 
+class _TimeoutReturns(_NoTimeout):
+    """`inner`, whose wait(timeout) returns False when it expires."""
+
+    def wait(self, timeout=None):
+        if timeout is None:
+            return self.inner.wait()
+        try:
+            return self.inner.wait(timeout)
+        except RuntimeError as e:
+            if "timed out" in str(e).lower() or "timeout" in str(e).lower():
+                return False
+            raise
+
+
+class TimeoutReturns(_Wrapped):
+    def recv(self, tensors, src, tag):
+        return _TimeoutReturns(self.gloo.recv(tensors, src, tag))
+
+    def recv_anysource(self, tensors, tag):
+        return _TimeoutReturns(self.gloo.recv_anysource(tensors, tag))
+
+
 class RecvTimeoutIgnored(_Wrapped):
     def recv(self, tensors, src, tag):
         return _NoTimeout(self.gloo.recv(tensors, src, tag))
@@ -461,3 +486,4 @@ dist.Backend.register_backend("recv_ring_2048", RecvRing2048)
 dist.Backend.register_backend("recv_timeout_ignored", RecvTimeoutIgnored)
 dist.Backend.register_backend("subgroup_world_size", SubgroupWorldSize)
 dist.Backend.register_backend("misaligned_head", MisalignedHead)
+dist.Backend.register_backend("timeout_returns", TimeoutReturns)
