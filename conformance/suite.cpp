@@ -169,9 +169,15 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       if (may_hang && o.hang_window_ns > 0) timeout_ns = std::min(o.timeout_ns, o.hang_window_ns);
       p.replay += " --timeout-us " + std::to_string(timeout_ns / 1000);  // collie run's default is another
     }
-    if (!s->transport_only.empty() && !backend.collie_core) {
-      p.run = [why = "a check of a transport under collie's core (" + s->transport_only + "); backend '" + o.backend +
-                     "' implements the ops itself"] {
+    std::string skip;
+    if (!s->transport_only.empty() && !backend.collie_core)
+      skip = "a check of a transport under collie's core (" + s->transport_only + "); backend '" + o.backend +
+             "' implements the ops itself";
+    else if (!s->virtual_clock_only.empty() && (processes || backend.wall_clock))
+      skip = "runs where clocks are virtual: the simulator, plugin transports (" + s->virtual_clock_only +
+             "); backend '" + o.backend + "' runs on the host's clock";
+    if (!skip.empty()) {
+      p.run = [why = std::move(skip)] {
         Ran ran;
         ran.skipped = why;
         return ran;

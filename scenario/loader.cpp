@@ -27,7 +27,8 @@ const std::vector<std::string> kSplitVars = {"rank", "world", "j"};
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "world", "backend", "seed", "check", "timing_only",
                                            "conformance", "feature", "network", "groups", "tensors", "program",
                                            "programs", "outcome", "faults", "timeout_us", "unspecified",
-                                           "unspecified_outcome", "transport_only"};
+                                           "unspecified_outcome", "transport_only",
+                                           "virtual_clock_only"};
 
 // Larger files are refused before they are read (a scenario is a few KiB;
 // /dev/zero is not one).
@@ -141,6 +142,10 @@ class Loader {
     });
     errors_.attempt([&] {
       if (doc["transport_only"]) s.transport_only = r_.as_string(doc["transport_only"], "transport_only");
+    });
+    errors_.attempt([&] {
+      if (doc["virtual_clock_only"])
+        s.virtual_clock_only = r_.as_string(doc["virtual_clock_only"], "virtual_clock_only");
     });
     errors_.attempt([&] { if (doc["backend"]) s.backend = r_.as_string(doc["backend"], "backend"); });
     errors_.attempt([&] { if (doc["seed"]) s.seed = r_.as_u64(doc["seed"], "seed"); });

@@ -178,6 +178,12 @@ struct Scenario {
   // themselves (BackendInfo::collie_core false); `collie run` runs it
   // anywhere.
   std::string transport_only;
+  // Why this scenario runs only where clocks are virtual (the simulator,
+  // plugin transports), empty: anywhere. A world of hundreds of ranks is
+  // free there and takes as many processes or sockets on a real backend;
+  // the suite skips it, saying so, on TCP and libraries; `collie run` runs
+  // it anywhere.
+  std::string virtual_clock_only;
   std::string feature;        // its row in the conformance matrix
   std::vector<GroupSpec> groups;
   std::vector<TensorSpec> tensors;
