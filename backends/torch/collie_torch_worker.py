@@ -163,7 +163,7 @@ class Buffer:
         flat = torch.empty(0, dtype=dtype) if n == 0 else torch.frombuffer(bytearray(blob), dtype=dtype)
         size = torch.empty(0, dtype=dtype).element_size()
         guard = max(1, GUARD_BYTES // size)
-        first = guard + skew
+        first = guard + skew if skew else 0  # skew 0: at the storage's start, as a fresh tensor or flat[:k]
         inner = 2 * n if wide else n
         store = torch.empty(first + inner + guard, dtype=dtype, device=DEVICE)
         self.bits = store.view(BITS[size])
@@ -573,6 +573,7 @@ class Worker:
         tensors = [b.tensor for b in buffers]
         writes = [k for k in head.get("writes", []) if k < len(tensors)]
         said_done_with = None  # the outputs when the Work said is_completed() before wait()
+        failed_when_done = False  # is_success() False then
         not_polled_done = False  # polled (head's poll_ns) and never said is_completed() before wait()
         try:
             if work is not None:
@@ -589,6 +590,9 @@ class Worker:
                     # place: they may not change in wait() after that.
                     if work.is_completed():
                         said_done_with = [to_bytes(tensors[k]) for k in writes]
+                        # ... and say whether it succeeded (a program reads
+                        # is_success() once is_completed() says True).
+                        failed_when_done = not work.is_success()
                     if head.get("timeout_ns"):
                         if work.wait(timeout=timeout_of(head["timeout_ns"])) is False:
                             # torch: wait(timeout) raises when the timeout expires.
@@ -622,6 +626,11 @@ class Worker:
                     self.reply_error(op_id, WorkerCheck(
                         "collie: wait() returned without an error, yet Work.is_success() returned False: an op "
                         "that completed without error must say so"))
+                    return
+                if failed_when_done:
+                    self.reply_error(op_id, WorkerCheck(
+                        "collie: %s's Work said is_completed() True before wait() and is_success() False, then "
+                        "wait() returned without an error: a program that polls reads a failure" % op))
                     return
                 if op in ("irecv", "recv") and source is None:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
@@ -663,8 +672,10 @@ class Worker:
         own, save that every other op (odd ids) gets each list operand as
         adjacent views of one storage (Buffer.chunks) -- programs make lists
         both ways. Strided runs keep their own layout. A tensor of its own
-        starts id % 8 elements past the 64-byte alignment, so that across a
-        run the operands take every data_ptr() alignment."""
+        starts (id - 1) % 8 elements past the 64-byte alignment, so that across a
+        run the operands take every data_ptr() alignment -- and skew 0
+        puts it at its storage's offset 0 (guarded after it only), as a
+        fresh tensor or the first slice of a flat buffer is."""
         specs = head["tensors"]
         out = [None] * len(specs)
         at = 0
@@ -676,7 +687,7 @@ class Worker:
             if (n >= 2 and head["id"] % 2 == 1 and not self.views and len({p["dtype"] for p in part}) == 1):
                 out[at:at + n] = Buffer.chunks(part, blobs[at:at + n])
             at += n
-        skew = head["id"] % 8
+        skew = (head["id"] - 1) % 8  # a run's ops are numbered from 1: its first at offset 0
         return [b if b is not None else Buffer(spec, blob, self.views, skew) for b, spec, blob in zip(out, specs, blobs)]
 
     def op(self, head, blobs):

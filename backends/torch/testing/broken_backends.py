@@ -70,6 +70,12 @@ breaks one thing:
   torch:timeout_returns  a receive's Work.wait(timeout) returns False when the
                          timeout expires instead of raising (the program
                          carries on as if it had received)
+  torch:success_late     async all_reduce's Work.is_success() says False until
+                         wait() is called (a program that polls is_completed()
+                         and then reads is_success() sees a failure)
+  torch:offset0_whole_storage  all_reduce of a tensor at its storage's offset
+                         0 runs on the whole storage (flat[:k] reduces its
+                         neighbours too)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -359,6 +365,35 @@ class TimeoutReturns(_Wrapped):
         return _TimeoutReturns(self.gloo.recv_anysource(tensors, tag))
 
 
+class _LateSuccess(_NoTimeout):
+    """`inner`, whose is_success() says False until wait() was called."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.waited = False
+
+    def wait(self, timeout=None):
+        self.waited = True
+        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+
+    def is_success(self):
+        return self.waited and self.inner.is_success()
+
+
+class SuccessLate(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        return _LateSuccess(self.gloo.allreduce(tensors, opts))
+
+
+class Offset0WholeStorage(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        t = tensors[0]
+        if t.storage_offset() == 0 and t.is_contiguous() and t.numel() < t.storage().size():
+            whole = torch.tensor([], dtype=t.dtype).set_(t.storage())
+            return self.gloo.allreduce([whole], opts)
+        return self.gloo.allreduce(tensors, opts)
+
+
 class RecvTimeoutIgnored(_Wrapped):
     def recv(self, tensors, src, tag):
         return _NoTimeout(self.gloo.recv(tensors, src, tag))
@@ -487,3 +522,5 @@ dist.Backend.register_backend("recv_timeout_ignored", RecvTimeoutIgnored)
 dist.Backend.register_backend("subgroup_world_size", SubgroupWorldSize)
 dist.Backend.register_backend("misaligned_head", MisalignedHead)
 dist.Backend.register_backend("timeout_returns", TimeoutReturns)
+dist.Backend.register_backend("success_late", SuccessLate)
+dist.Backend.register_backend("offset0_whole_storage", Offset0WholeStorage)
