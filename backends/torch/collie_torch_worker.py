@@ -153,7 +153,8 @@ class Buffer:
     elements more of guard before the tensor move its data_ptr() off the
     guard's 64-byte alignment (a slice such as flat[3:] has any element
     alignment; a library that assumed 16 or 64 bytes passed while every
-    operand was 64-byte aligned)."""
+    operand was 64-byte aligned); skew 0 puts the tensor at the storage's
+    start, with no guard before it."""
 
     def __init__(self, spec, blob, views=None, skew=0):
         dtype = DTYPES[spec["dtype"]]
