@@ -174,7 +174,7 @@ class Server {
     async_.clear();
     answered_.clear();
     timeout_ns_ = head.value("timeout_ns", Nanos{0});
-    strided_ = !head.value("views", "").empty();
+    non_contiguous_ = !head.value("views", "").empty();
     // A run of fewer ranks than the job's: the others make its groups as
     // non-members (every rank numbers groups alike) and idle through it.
     const int world = head.value("world", d_.world_size());
@@ -326,7 +326,7 @@ class Server {
       const std::set<std::size_t> writes(o.decoded.writes.begin(), o.decoded.writes.end());
       for (std::size_t k = 0; k < o.decoded.tensors.size(); ++k)
         if (!member || !writes.count(k)) o.read_only.emplace_back(k, bytes_of(o.decoded.tensors[k]));
-      if (strided_ && !hooks_.no_strided_views.empty())
+      if (non_contiguous_ && !hooks_.no_strided_views.empty())
         throw Error(ErrorKind::kUnsupported, OpContext{d_.rank(), std::string(o.decoded.call.name()), "", -1, {}},
                     hooks_.no_strided_views);
       o.work = dispatch(d_, o.decoded.call);
@@ -401,7 +401,7 @@ class Server {
   std::deque<Kept> kept_;             // completed ops' buffers, oldest first (changed_buffers())
   std::size_t kept_bytes_ = 0;
   Nanos timeout_ns_ = 0;
-  bool strided_ = false;  // the run asked for non-contiguous views
+  bool non_contiguous_ = false;  // the run asked for non-contiguous views ("strided" or "pitched")
 };
 
 }  // namespace
