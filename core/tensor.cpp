@@ -16,11 +16,17 @@ Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape) : Tensor(dtype, std
 
 Tensor Tensor::phantom(DType dtype, std::vector<std::int64_t> shape) { return Tensor(dtype, std::move(shape), false); }
 
+Tensor Tensor::with_head(DType dtype, std::vector<std::int64_t> shape, std::size_t head_bytes) {
+  if (head_bytes > 4096) throw std::length_error("a tensor's head of " + std::to_string(head_bytes) + " bytes is over 4 KiB");
+  return Tensor(dtype, std::move(shape), true, head_bytes);
+}
+
 void Tensor::require_memory() const {
   if (!storage_) throw std::logic_error("a timing-only tensor has no elements to read or write");
 }
 
-Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate, std::size_t head_bytes)
+    : dtype_(dtype), shape_(std::move(shape)), head_bytes_(head_bytes) {
   std::size_t n = 1;
   for (std::int64_t d : shape_) {
     if (d < 0) throw std::invalid_argument("tensor dimension is negative");
@@ -37,7 +43,7 @@ Tensor::Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate) : dt
   count_ = n;
   if (!allocate) return;
   // 64-byte aligned and zeroed; at least one byte so data() is never null.
-  const std::size_t alloc = allocation_bytes(bytes);
+  const std::size_t alloc = allocation_bytes(head_bytes_ + bytes);
   storage_ = std::shared_ptr<std::byte[]>(
       static_cast<std::byte*>(::operator new[](alloc, std::align_val_t{64})),
       [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });

@@ -61,14 +61,21 @@ class Tensor {
   // simulation (sim/simulator.h): its view's data is null, and get()/set()
   // throw std::logic_error.
   static Tensor phantom(DType dtype, std::vector<std::int64_t> shape);
+  // A zero-filled host tensor whose first element lies `head_bytes` past
+  // the start of its 64-byte aligned allocation: head_bytes % 64 sets its
+  // address's alignment (a multiple of the dtype's size keeps it aligned
+  // as its elements; anything else is the caller's to want), and head()
+  // spans the bytes before it. Throws as the constructor does, and
+  // std::length_error for a head over 4 KiB.
+  static Tensor with_head(DType dtype, std::vector<std::int64_t> shape, std::size_t head_bytes);
   bool materialized() const { return storage_ != nullptr; }
 
   DType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
   std::size_t count() const { return count_; }
   std::size_t bytes() const { return count_ * dtype_size(dtype_); }
-  void* data() { return storage_.get(); }
-  const void* data() const { return storage_.get(); }
+  void* data() { return storage_ ? storage_.get() + head_bytes_ : nullptr; }
+  const void* data() const { return storage_ ? storage_.get() + head_bytes_ : nullptr; }
   // The allocation's bytes past the last element -- at least 64, and up to
   // the next multiple of 64 beyond that -- that belong to no element (empty
   // for a phantom). Zero unless someone writes there: a process that hands
@@ -76,11 +83,19 @@ class Tensor {
   // whether the library wrote past the end.
   std::span<std::byte> slack() {
     if (!storage_) return {};
-    return {storage_.get() + bytes(), allocation_bytes(bytes()) - bytes()};
+    const std::size_t used = head_bytes_ + bytes();
+    return {storage_.get() + used, allocation_bytes(used) - used};
+  }
+  // The allocation's bytes before the first element (with_head's; empty
+  // otherwise), zero unless someone writes there: as slack(), for a write
+  // before the start.
+  std::span<std::byte> head() {
+    if (!storage_) return {};
+    return {storage_.get(), head_bytes_};
   }
 
   TensorView view() {
-    TensorView v{storage_.get(), dtype_, count_, MemorySpace::kHost};
+    TensorView v{data(), dtype_, count_, MemorySpace::kHost};
     if (shape_.size() >= 2 && shape_.size() <= 255) {
       v.shape = shape_.data();
       v.dims = static_cast<std::uint8_t>(shape_.size());
@@ -121,12 +136,13 @@ class Tensor {
   // What the constructor allocates for `bytes` bytes of elements.
   static std::size_t allocation_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64 + 64; }
 
-  Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate);
+  Tensor(DType dtype, std::vector<std::int64_t> shape, bool allocate, std::size_t head_bytes = 0);
   void require_memory() const;
 
   DType dtype_ = DType::kFloat32;
   std::vector<std::int64_t> shape_;
   std::size_t count_ = 0;
+  std::size_t head_bytes_ = 0;  // the allocation's bytes before element 0
   std::shared_ptr<std::byte[]> storage_;
 };
 

@@ -94,6 +94,38 @@ TEST(Tensor, AShapeWhoseBytesOverflowIsRefused) {
   EXPECT_EQ(Tensor::phantom(DType::kFloat32, {1 << 20, 1 << 20}).bytes(), std::size_t{1} << 42);
 }
 
+// A buffer handed to a library at an address aligned only as its elements
+// are: element 0 sits head bytes past a 64-byte boundary, the head and the
+// slack are the allocation's other bytes, and copies share all three.
+RC_GTEST_PROP(Tensor, AHeadPlacesElementZeroAndLeavesSlackPastTheEnd, ()) {
+  const auto dt = *rc::gen::element(DType::kInt8, DType::kFloat16, DType::kFloat32, DType::kFloat64);
+  const auto count = *rc::gen::inRange<std::int64_t>(0, 300);
+  const auto head = *rc::gen::inRange<std::size_t>(0, 200);
+  Tensor t = Tensor::with_head(dt, {count}, head);
+  const auto at = reinterpret_cast<std::uintptr_t>(t.data());
+  RC_ASSERT(at % 64 == head % 64);
+  RC_ASSERT(t.head().size() == head);
+  RC_ASSERT(reinterpret_cast<std::uintptr_t>(t.head().data()) + head == at);
+  RC_ASSERT(reinterpret_cast<std::uintptr_t>(t.slack().data()) == at + t.bytes());
+  RC_ASSERT(t.slack().size() >= 64u);
+  RC_ASSERT((head + t.bytes() + t.slack().size()) % 64 == 0u);
+  for (std::byte b : t.head()) RC_ASSERT(b == std::byte{0});
+  for (std::size_t i = 0; i < t.count(); ++i) RC_ASSERT(t.get(i) == 0.0);
+  if (count > 0) {
+    t.set(static_cast<std::size_t>(count - 1), 5);
+    const Tensor copy = t;
+    RC_ASSERT(static_cast<const std::byte*>(copy.data()) == static_cast<const std::byte*>(t.data()));
+    RC_ASSERT(copy.get(static_cast<std::size_t>(count - 1)) == 5.0);
+    RC_ASSERT(t.view().byte_data() == static_cast<std::byte*>(t.data()));
+  }
+}
+
+TEST(Tensor, AHeadOverFourKibIsRefused) {
+  EXPECT_THROW(Tensor::with_head(DType::kFloat32, {4}, 4097), std::length_error);
+  EXPECT_TRUE(Tensor(DType::kFloat32, {4}).head().empty());
+  EXPECT_TRUE(Tensor::phantom(DType::kFloat32, {4}).head().empty());
+}
+
 // An int64 through a double lost its low bits: 2^60 + 2^36 + 1 into
 // float32 rounded twice.
 TEST(Tensor, IntegersConvertToFloatsRoundedOnce) {

@@ -87,7 +87,7 @@ EncodedCall encode_call(const DistCall& c, int rank) {
   return e;
 }
 
-DecodedCall decode_call(const json& h, const std::vector<std::vector<std::byte>>& blobs) {
+DecodedCall decode_call(const json& h, const std::vector<std::vector<std::byte>>& blobs, std::size_t skew_elements) {
   DecodedCall d;
   DistCall& c = d.call;
   const std::string name = h.at("op").get<std::string>();
@@ -122,7 +122,7 @@ DecodedCall decode_call(const json& h, const std::vector<std::vector<std::byte>>
     if (!dt) malformed("an unknown dtype");
     const auto count = ts[k].at("count").get<std::int64_t>();
     if (count < 0) malformed("a tensor of negative count");
-    Tensor t(*dt, {count});
+    Tensor t = Tensor::with_head(*dt, {count}, kBufferHeadBytes + skew_elements * dtype_size(*dt));
     if (t.bytes() != blobs[k].size()) malformed("a buffer whose size is not its tensor's");
     if (t.bytes()) std::memcpy(t.data(), blobs[k].data(), t.bytes());
     d.tensors.push_back(std::move(t));

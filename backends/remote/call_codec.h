@@ -64,7 +64,13 @@ struct DecodedCall {
 
 // Decodes an op message whose blobs are `blobs`. Throws std::runtime_error
 // saying what is malformed (an unknown op, buffers that disagree with the
-// layout, a blob whose size is not its tensor's).
-DecodedCall decode_call(const nlohmann::json& head, const std::vector<std::vector<std::byte>>& blobs);
+// layout, a blob whose size is not its tensor's). Each buffer's first
+// element lies kBufferHeadBytes + skew_elements x its dtype's size past a
+// 64-byte boundary of its allocation (Tensor::with_head): skew_elements
+// 1-7 hand a library addresses aligned only as the elements are, as a
+// program's slices and views do.
+inline constexpr std::size_t kBufferHeadBytes = 64;
+DecodedCall decode_call(const nlohmann::json& head, const std::vector<std::vector<std::byte>>& blobs,
+                        std::size_t skew_elements = 0);
 
 }  // namespace collie::remote

@@ -53,9 +53,15 @@ bool same_bytes(const Tensor& t, const std::vector<std::byte>& b) {
 // while the library has it: a write past the end changes it.
 std::byte guard_byte(std::size_t i) { return static_cast<std::byte>(0xC5 ^ ((i * 29) & 0xFF)); }
 
+// The pattern of the bytes before a buffer's first element, counted back
+// from it.
+std::byte head_guard_byte(std::size_t i) { return static_cast<std::byte>(0x3A ^ ((i * 53) & 0xFF)); }
+
 void fill_guard(Tensor& t) {
   const std::span<std::byte> g = t.slack();
   for (std::size_t i = 0; i < g.size(); ++i) g[i] = guard_byte(i);
+  const std::span<std::byte> h = t.head();
+  for (std::size_t i = 0; i < h.size(); ++i) h[h.size() - 1 - i] = head_guard_byte(i);
 }
 
 // What a completed op's buffers that it only read are overwritten with (a
@@ -71,6 +77,15 @@ std::size_t overrun(Tensor& t) {
   const std::span<std::byte> g = t.slack();
   for (std::size_t i = 0; i < g.size(); ++i)
     if (g[i] != guard_byte(i)) return i + 1;
+  return 0;
+}
+
+// How far before t's first element the farthest changed byte of its head
+// lies (1-based), or 0.
+std::size_t underrun(Tensor& t) {
+  const std::span<std::byte> h = t.head();
+  for (std::size_t i = h.size(); i-- > 0;)
+    if (h[h.size() - 1 - i] != head_guard_byte(i)) return i + 1;
   return 0;
 }
 
@@ -169,6 +184,7 @@ class Server {
     if (hooks_.begin_run) hooks_.begin_run();
     kept_.clear();
     kept_bytes_ = 0;
+    ops_issued_ = 0;
     groups_.clear();
     group_errors_.clear();
     async_.clear();
@@ -233,6 +249,13 @@ class Server {
         return name + " wrote past the end of its operand " + std::to_string(k) + " (" +
                std::to_string(o.decoded.tensors[k].bytes()) + " bytes): byte " + std::to_string(at) +
                " after its last element changed -- memory the program's buffer does not own";
+    for (std::size_t k = 0; k < o.decoded.tensors.size(); ++k)
+      if (const std::size_t at = underrun(o.decoded.tensors[k]))
+        return name + " wrote before the start of its operand " + std::to_string(k) + " (" +
+               std::to_string(o.decoded.tensors[k].bytes()) + " bytes at an address " +
+               std::to_string(reinterpret_cast<std::uintptr_t>(o.decoded.tensors[k].data()) % 64) +
+               " bytes past a 64-byte boundary): byte " + std::to_string(at) +
+               " before its first element changed -- memory the program's buffer does not own";
     for (const auto& [k, bytes] : o.read_only)
       if (!same_bytes(o.decoded.tensors[k], bytes))
         return name + " changed its operand " + std::to_string(k) +
@@ -316,7 +339,9 @@ class Server {
   void op(Message m) {
     const json& h = m.head;
     const auto id = h.at("id").get<std::uint64_t>();
-    Op o{decode_call(h, m.blobs), Work(), {}};
+    // A run's first op gets buffers on 64-byte boundaries, later ones 1-7
+    // elements past them (addresses aligned only as their elements are).
+    Op o{decode_call(h, m.blobs, ops_issued_++ % 8), Work(), {}};
     for (Tensor& t : o.decoded.tensors) fill_guard(t);
     try {
       o.decoded.call.group = group_of(h, o.decoded.call);
@@ -401,6 +426,7 @@ class Server {
   std::deque<Kept> kept_;             // completed ops' buffers, oldest first (changed_buffers())
   std::size_t kept_bytes_ = 0;
   Nanos timeout_ns_ = 0;
+  std::uint64_t ops_issued_ = 0;  // op messages of this run decoded
   bool non_contiguous_ = false;  // the run asked for non-contiguous views ("strided" or "pitched")
 };
 

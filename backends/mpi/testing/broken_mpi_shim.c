@@ -42,8 +42,16 @@
  *                     is not written yet (MPI_Wait is right)
  *   test_irecv_status MPI_Test completing an any-source MPI_Irecv leaves
  *                     status.MPI_SOURCE as the caller had it (MPI_Wait fills it)
+ *   recv_unaligned_tail a blocking MPI_Recv of 4 KiB or more into a buffer
+ *                     not 8-byte aligned leaves its last (address % 8) bytes
+ *                     unwritten (a copy loop of aligned 8-byte words)
+ *   recv_head_write   a blocking MPI_Recv of 4 KiB or more into a buffer not
+ *                     8-byte aligned also writes the bytes from the 8-byte
+ *                     boundary below it up to its start (the same loop,
+ *                     rounding the start down)
  * Unset: every call is the library's own. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,7 +306,16 @@ int MPI_Alltoall(const void* in, int in_count, MPI_Datatype in_type, void* out, 
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  int type_size = 0;
+  PMPI_Type_size(type, &type_size);
+  const size_t bytes = (size_t)count * (size_t)type_size, misaligned = (uintptr_t)buf % 8;
+  unsigned char tail[8];
+  const int unaligned = misaligned && bytes >= 4096;
+  if (unaligned && bug_is("recv_unaligned_tail")) memcpy(tail, (char*)buf + bytes - misaligned, misaligned);
   int rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
+  if (rc == MPI_SUCCESS && unaligned && bug_is("recv_unaligned_tail"))
+    memcpy((char*)buf + bytes - misaligned, tail, misaligned);
+  if (rc == MPI_SUCCESS && unaligned && bug_is("recv_head_write")) memset((char*)buf - misaligned, 0, misaligned);
   if (rc == MPI_SUCCESS && bug_is("recv_source_wrong") && source >= 0 && status != MPI_STATUS_IGNORE) {
     int size;
     PMPI_Comm_size(comm, &size);
