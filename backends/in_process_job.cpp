@@ -114,6 +114,7 @@ class InProcessJob final : public Job {
     CommunicatorOptions co;
     co.eager_threshold_bytes = o.eager_threshold_bytes;
     co.scribble_completed_sends = o.scribble_completed_sends;
+    co.first_send_id = o.first_send_id;
     co.observer = backend_->observer();
     if (!o.process_faults.empty() || o.track_in_flight) {
       watch_ = std::make_unique<JobObserver>(*backend_, co.observer, o.process_faults, o.world_size, o.track_in_flight);

@@ -68,6 +68,8 @@ struct JobOptions {
   // collie's core: checking runs overwrite a completed send's buffer until
   // its rank runs again (CommunicatorOptions::scribble_completed_sends).
   bool scribble_completed_sends = false;
+  // collie's core: the first send's id (CommunicatorOptions::first_send_id).
+  std::uint64_t first_send_id = 1;
 };
 
 // A rank's part of a job's program.

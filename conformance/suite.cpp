@@ -218,6 +218,7 @@ SuiteResult run_conformance(const SuiteOptions& o) {
       jo.timeout_ns = processes ? (timeout_ns > 0 ? timeout_ns : o.timeout_ns) : 0;
       jo.views = views;
       jo.scribble_completed_sends = true;
+      jo.first_send_id = kCheckingFirstSendId;
       sim::SimulationOptions simulation;
       simulation.network.jitter_fraction = 0.5;
       if (backend.simulated) jo.simulation = &simulation;

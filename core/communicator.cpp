@@ -220,7 +220,7 @@ Communicator::Communicator(Transport& transport, std::shared_ptr<const Communica
       opts_(std::move(options)),
       rank_(transport.rank()),
       world_size_(transport.world_size()),
-      engine_(transport, opts_->eager_threshold_bytes, opts_->scribble_completed_sends),
+      engine_(transport, opts_->eager_threshold_bytes, opts_->scribble_completed_sends, opts_->first_send_id),
       created_at_(transport.now()) {
   // The world's identity is the whole world's (one for every rank).
   auto identity = world_identity(world_size_);

@@ -63,7 +63,18 @@ struct CommunicatorOptions {
   // rank runs again, and a payload that arrives holding it fails the run
   // naming the transport that read the buffer late (core/send_scribble.h).
   bool scribble_completed_sends = false;
+  // The id of this rank's first send (each later send takes the next; a
+  // rendezvous carries its send's id as its rendezvous_id). Checking runs
+  // start at kCheckingFirstSendId so that a transport that keeps fewer
+  // bits of an id than frame.h's 64 (16, 31, 32) is wrong at its first
+  // rendezvous, not after 65,536 sends. The simulator's trace hash mixes
+  // an id's low 32 bits only, so a checking run and a timing-only run of
+  // one scenario and seed hash alike.
+  std::uint64_t first_send_id = 1;
 };
+
+// 2^32 + 1: every id is past 32 bits, and its low 32 bits count from 1.
+inline constexpr std::uint64_t kCheckingFirstSendId = (std::uint64_t{1} << 32) + 1;
 
 class Communicator final : public Dist {
  public:

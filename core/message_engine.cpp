@@ -34,8 +34,9 @@ Spawned finish_later(Transport* t, std::uint64_t bytes, std::shared_ptr<WorkStat
 
 }  // namespace
 
-MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends)
-    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes) {
+MessageEngine::MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends,
+                             std::uint64_t first_send_id)
+    : t_(transport), rank_(transport.rank()), eager_threshold_(eager_threshold_bytes), next_send_id_(first_send_id) {
   // Only host memory is scribbled (the core never loads device memory),
   // and only payloads that exist.
   if (scribble_completed_sends && transport.moves_payloads() && transport.memory_space() == MemorySpace::kHost)

@@ -72,7 +72,9 @@ struct RecvSpec {
 class MessageEngine final : public FrameSink {
  public:
   // `scribble_completed_sends`: checking runs (core/send_scribble.h).
-  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends = false);
+  // `first_send_id`: the first send's id (CommunicatorOptions).
+  MessageEngine(Transport& transport, std::size_t eager_threshold_bytes, bool scribble_completed_sends = false,
+                std::uint64_t first_send_id = 1);
   ~MessageEngine() override;
   MessageEngine(const MessageEngine&) = delete;
   MessageEngine& operator=(const MessageEngine&) = delete;

@@ -261,6 +261,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const RunOptions& options)
   jo.simulation = backend.simulated ? &simulation : nullptr;
   // A checked run holds the transport to its sends' buffers too.
   jo.scribble_completed_sends = s.check && !res.timing_only;
+  if (jo.scribble_completed_sends) jo.first_send_id = kCheckingFirstSendId;
 
   RunLog log;
   log.records.enabled = jo.scribble_completed_sends;

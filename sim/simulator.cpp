@@ -633,7 +633,10 @@ void Simulator::process(const Event& e) {
           static_cast<std::uint32_t>(h.dst));
       mix((static_cast<std::uint64_t>(h.kind) << 56) ^ (static_cast<std::uint64_t>(h.context) << 24) ^
           static_cast<std::uint32_t>(h.tag));
-      mix(h.channel_seq ^ (h.rendezvous_id << 20) ^ (h.fp.seq << 40));
+      // The id's low 32 bits: checking runs number sends from 2^32 + 1
+      // (CommunicatorOptions::first_send_id), and their hash is a timing-only
+      // run's, which numbers them from 1.
+      mix(h.channel_seq ^ ((h.rendezvous_id & 0xffffffffu) << 20) ^ (h.fp.seq << 40));
       mix(h.bytes);
       ep(h.dst).sink->on_frame(h, payload);
       if (own) release_deferred(std::move(own), payload.size());

@@ -15,6 +15,7 @@ int run_tcp_worker() {
   if (const char* e = std::getenv("COLLIE_EAGER_THRESHOLD_BYTES"))
     co.eager_threshold_bytes = static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
   if (const char* e = std::getenv("COLLIE_SCRIBBLE_COMPLETED_SENDS")) co.scribble_completed_sends = e == std::string("1");
+  if (const char* e = std::getenv("COLLIE_FIRST_SEND_ID")) co.first_send_id = std::strtoull(e, nullptr, 10);
   std::unique_ptr<tcp::ProcessGroup> pg;
   try {
     pg = tcp::ProcessGroup::init({}, &co);

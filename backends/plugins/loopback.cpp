@@ -108,6 +108,7 @@
 #define LOOPBACK_AVG_OVER_16 36
 #define LOOPBACK_COMPLETION_QUEUE 37
 #define LOOPBACK_LOSS_DROPS_COMPLETIONS 38
+#define LOOPBACK_RENDEZVOUS_ID_BITS 39
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -209,6 +210,10 @@ constexpr Variant kVariants[] = {
     {"loss_drops_completions_loopback", LOOPBACK_LOSS_DROPS_COMPLETIONS, 1,
      "broken on purpose: a peer's loss resets the observer's completion queue: its queued send completions, to any "
      "peer, are lost"},
+    {"rendezvous_id16_loopback", LOOPBACK_RENDEZVOUS_ID_BITS, 16,
+     "broken on purpose: the rendezvous id travels in 16 bits: an id of 65,536 or more arrives cut"},
+    {"rendezvous_id32_loopback", LOOPBACK_RENDEZVOUS_ID_BITS, 32,
+     "broken on purpose: the rendezvous id travels in 32 bits (a uint32_t field): an id of 2^32 or more arrives cut"},
 };
 
 // This module's file name without folder and extension.
@@ -612,6 +617,10 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
     world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
     if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
     return;
+  }
+  if (bug() == LOOPBACK_RENDEZVOUS_ID_BITS && (h.rendezvous_id >> every()) != 0) {
+    h.rendezvous_id &= (std::uint64_t{1} << every()) - 1;  // the bug: the wire's field has every() bits
+    collie::seal(h);
   }
   if (bug() == LOOPBACK_CONTEXT8 && h.context > 0xff) {
     h.context &= 0xff;  // the bug: the wire's field has 8 bits; the header is rebuilt from it

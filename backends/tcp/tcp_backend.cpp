@@ -66,7 +66,8 @@ std::unique_ptr<Job> start_tcp_processes(const JobOptions& o) {
   spec.serves_smaller_worlds = true;  // collie's groups are made by their members alone
   const std::string eager = std::to_string(o.eager_threshold_bytes);
   const bool scribble = o.scribble_completed_sends;
-  spec.children = [eager, scribble](int world, const std::string& controller, const std::string& token) {
+  const std::string first_send_id = std::to_string(o.first_send_id);
+  spec.children = [eager, scribble, first_send_id](int world, const std::string& controller, const std::string& token) {
     const std::string port = std::to_string(remote::free_local_port());
     std::vector<remote::ChildSpec> children;
     for (int r = 0; r < world; ++r) {
@@ -74,6 +75,7 @@ std::unique_ptr<Job> start_tcp_processes(const JobOptions& o) {
                           remote::local_rank_env(r, world, port, controller, token)};
       c.env.emplace_back("COLLIE_EAGER_THRESHOLD_BYTES", eager);
       if (scribble) c.env.emplace_back("COLLIE_SCRIBBLE_COMPLETED_SENDS", "1");
+      c.env.emplace_back("COLLIE_FIRST_SEND_ID", first_send_id);
       children.push_back(std::move(c));
     }
     return children;
