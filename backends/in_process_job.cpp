@@ -2,6 +2,8 @@
 
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/communicator.h"
@@ -138,6 +140,15 @@ class InProcessJob final : public Job {
     ctx.faults = [this] { return injected_faults(); };
     InProcessBackend* b = backend_.get();
     ctx.crashed = [b](int r) { return b->crashed(r); };
+    // backends/backend.h: crashed(R) is true only after crash(R), so every
+    // rank of a new job is alive (a backend whose dead ranks outlive their
+    // world passes them on to the next).
+    std::string dead_at_start;
+    for (int r = 0; r < world_->world_size() && dead_at_start.empty(); ++r)
+      if (b->crashed(r))
+        dead_at_start = "transport: the backend says rank " + std::to_string(r) +
+                        " crashed before this run began, and nothing crashed it; backends/backend.h: crashed(rank) "
+                        "is true only after crash(rank) (a new world's ranks are all alive)";
     RunResult res = world_->run(
         [&](Communicator& c) -> Task<void> {
           Dist* wrapped = host_dists_[static_cast<std::size_t>(c.rank())].get();
@@ -157,6 +168,8 @@ class InProcessJob final : public Job {
         }
       }
     }
+    if (res.transport_fault.empty()) res.transport_fault = dead_at_start;
+    if (res.transport_fault.empty()) res.transport_fault = crashes_misreported();
     return res;
   }
 
@@ -171,6 +184,30 @@ class InProcessJob final : public Job {
   bool write_trace(std::ostream& out, Nanos end) const override { return backend_->write_trace(out, end); }
 
  private:
+  // After a run: a rank the backend says crashed that no fault crashed,
+  // or a crash a survivor's transport reported as a goodbye (clean=true);
+  // empty if neither.
+  std::string crashes_misreported() const {
+    std::set<int> by_fault;
+    std::string fault_text;
+    for (const InjectedFault& f : injected_faults()) {
+      if (f.kind != InjectedFault::Kind::kCrash) continue;
+      by_fault.insert(f.src);
+      for (int r = 0; r < world_->world_size(); ++r)
+        if (r != f.src && !backend_->crashed(r) && world_->comm(r).engine().told_lost_cleanly(f.src))
+          return "transport: rank " + std::to_string(f.src) + " crashed (" + f.text + "), and rank " +
+                 std::to_string(r) + "'s transport reported it gone cleanly, as a rank that said goodbye; "
+                 "backends/backend.h: after crash(" + std::to_string(f.src) + ") every other rank's transport calls "
+                 "FrameSink::on_peer_lost(" + std::to_string(f.src) + ", why, clean=false)";
+    }
+    for (int r = 0; r < world_->world_size(); ++r)
+      if (backend_->crashed(r) && !by_fault.count(r))
+        return "transport: the backend says rank " + std::to_string(r) +
+               " crashed, but no fault of this run crashed it; backends/backend.h: crashed(rank) is true only after "
+               "crash(rank)";
+    return {};
+  }
+
   std::unique_ptr<InProcessBackend> backend_;
   std::unique_ptr<JobObserver> watch_;
   std::unique_ptr<LocalWorld> world_;

@@ -208,6 +208,8 @@ class MessageEngine final : public FrameSink {
 
   // Whether the transport reported `peer` lost (on_peer_lost), cleanly or not.
   bool told_lost(int peer) const { return odd_ && odd_->lost_why.count(peer) != 0; }
+  // Whether it reported `peer` lost cleanly (a goodbye: clean=true).
+  bool told_lost_cleanly(int peer) const { return told_lost(peer) && odd_->lost_peers.count(peer) == 0; }
 
   // FrameSink
   void on_frame(const FrameHeader& header, std::span<const std::byte> payload) override;

@@ -109,6 +109,11 @@
 #define LOOPBACK_COMPLETION_QUEUE 37
 #define LOOPBACK_LOSS_DROPS_COMPLETIONS 38
 #define LOOPBACK_RENDEZVOUS_ID_BITS 39
+#define LOOPBACK_NACK_TEXT_128 40
+#define LOOPBACK_LOSS_FANOUT_BREAK 41
+#define LOOPBACK_DEAD_TIMER_SLOT 42
+#define LOOPBACK_IDLE_LOSS_CLEAN 43
+#define LOOPBACK_DEAD_SET_PROCESS_WIDE 44
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -214,6 +219,19 @@ constexpr Variant kVariants[] = {
      "broken on purpose: the rendezvous id travels in 16 bits: an id of 65,536 or more arrives cut"},
     {"rendezvous_id32_loopback", LOOPBACK_RENDEZVOUS_ID_BITS, 32,
      "broken on purpose: the rendezvous id travels in 32 bits (a uint32_t field): an id of 2^32 or more arrives cut"},
+    {"nack_text_128_loopback", LOOPBACK_NACK_TEXT_128, 128,
+     "broken on purpose: a NACK's reason travels in a 128-byte inline control message: a longer text arrives cut"},
+    {"loss_fanout_break_loopback", LOOPBACK_LOSS_FANOUT_BREAK, 1,
+     "broken on purpose: telling the survivors of a crash stops at the first rank already dead (break, not "
+     "continue)"},
+    {"dead_timer_slot_loopback", LOOPBACK_DEAD_TIMER_SLOT, 1,
+     "broken on purpose: a crashed rank's armed timer slots go back to the pool armed: the next timer set takes "
+     "the dead one's expiry when sooner"},
+    {"idle_loss_clean_loopback", LOOPBACK_IDLE_LOSS_CLEAN, 1,
+     "broken on purpose: a crashed peer with nothing in flight to or from the observer is reported clean (its "
+     "socket's FIN taken for a goodbye)"},
+    {"dead_set_process_wide_loopback", LOOPBACK_DEAD_SET_PROCESS_WIDE, 1,
+     "broken on purpose: the set of crashed ranks is process-wide: the next world of the same size inherits it"},
 };
 
 // This module's file name without folder and extension.
@@ -369,6 +387,13 @@ class Loopback final : public collie::InProcessBackend {
  public:
   explicit Loopback(int n) {
     for (int r = 0; r < n; ++r) endpoints_.push_back(std::make_unique<Endpoint>(*this, r));
+    if (bug() == LOOPBACK_DEAD_SET_PROCESS_WIDE) {
+      // The bug: the dead set is reset only when the world's size changes.
+      static std::vector<bool> process_dead;
+      if (process_dead.size() != static_cast<std::size_t>(n)) process_dead.assign(static_cast<std::size_t>(n), false);
+      dead_ = process_dead;
+      process_dead_ = &process_dead;
+    }
   }
   collie::Transport& transport(int rank) override { return *endpoints_[static_cast<std::size_t>(rank)]; }
   std::uint64_t events() const override { return events_; }
@@ -378,9 +403,28 @@ class Loopback final : public collie::InProcessBackend {
   void crash(int rank, const std::string& why) override {
     dead_.resize(endpoints_.size());
     dead_[static_cast<std::size_t>(rank)] = true;
+    if (process_dead_) (*process_dead_)[static_cast<std::size_t>(rank)] = true;
+    if (bug() == LOOPBACK_DEAD_TIMER_SLOT)  // the bug: the dead rank's slots are freed still armed
+      for (auto t = timers_.begin(); t != timers_.end();) {
+        if (t->second.first != rank) {
+          ++t;
+          continue;
+        }
+        stale_timer_slots_.push_back(t->first);
+        t = timers_.erase(t);
+      }
     if (bug() == LOOPBACK_SILENT_CRASH) return;  // the bug: nobody is told
-    for (int p = 0; p < size(); ++p)
-      if (p != rank) queue_.push_back({Item::kLost, p, nullptr, {}, {}, nullptr, rank, why});
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank) continue;
+      if (bug() == LOOPBACK_LOSS_FANOUT_BREAK && crashed(p)) break;  // the bug: the loop ends at a dead peer
+      Item lost{Item::kLost, p, nullptr, {}, {}, nullptr, rank, why};
+      if (bug() == LOOPBACK_IDLE_LOSS_CLEAN)  // the bug: nothing in flight between the two: a clean close
+        lost.clean = std::none_of(queue_.begin(), queue_.end(), [&](const Item& i) {
+          return i.kind == Item::kDeliver &&
+                 ((i.header.src == rank && i.header.dst == p) || (i.header.src == p && i.header.dst == rank));
+        });
+      queue_.push_back(std::move(lost));
+    }
   }
   bool crashed(int rank) const override {
     return static_cast<std::size_t>(rank) < dead_.size() && dead_[static_cast<std::size_t>(rank)];
@@ -396,6 +440,7 @@ class Loopback final : public collie::InProcessBackend {
     int turns = 0;                      // kLost: the rank lost; kSentLate: turns still to wait
     std::string why = {};               // kLost
     std::uint64_t staged = 0;           // kDeliver, staging_ring_loopback: its slot's number (1 on)
+    bool clean = false;                 // kLost: reported as a goodbye (idle_loss_clean_loopback)
   };
   void push(Item it) {
     if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src)))) {
@@ -416,6 +461,11 @@ class Loopback final : public collie::InProcessBackend {
     // The bug: timers kept by time alone (a coarse clock makes equal times
     // common), so the older one is lost.
     if (bug() == LOOPBACK_COARSE_TIMER_MAP) timers_.erase(when);
+    if (bug() == LOOPBACK_DEAD_TIMER_SLOT && !stale_timer_slots_.empty()) {
+      // The bug: a reused slot keeps the dead rank's expiry when that is sooner.
+      when = std::min(when, stale_timer_slots_.front());
+      stale_timer_slots_.erase(stale_timer_slots_.begin());
+    }
     timers_.emplace(when, std::make_pair(rank, h));
   }
   std::uint64_t next_frame() { return ++frames_; }
@@ -507,7 +557,7 @@ class Loopback final : public collie::InProcessBackend {
               --completions_[static_cast<std::size_t>(it.rank)];
               q = queue_.erase(q);
             }
-          ep.sink()->on_peer_lost(it.turns, it.why, false);
+          ep.sink()->on_peer_lost(it.turns, it.why, it.clean);
           break;
         case Item::kReadLate:
           // Behind the sender's resumption in the queue: it has run on (and
@@ -532,6 +582,8 @@ class Loopback final : public collie::InProcessBackend {
   std::uint64_t of_kind_[5] = {};  // frames posted, per FrameKind
   std::multimap<Nanos, std::pair<int, void*>> timers_;
   std::vector<bool> dead_;  // crashed ranks
+  std::vector<bool>* process_dead_ = nullptr;  // dead_set_process_wide_loopback: the process's set
+  std::vector<Nanos> stale_timer_slots_;       // dead_timer_slot_loopback: expiries left armed
   std::map<std::pair<int, int>, Channel> channels_;
   Nanos jump_ = 0;
   Nanos back_ = 0;  // clock_step_back_loopback: how far the clock stepped back
@@ -617,6 +669,11 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
     world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
     if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
     return;
+  }
+  if (bug() == LOOPBACK_NACK_TEXT_128 && h.kind == collie::FrameKind::kNack && payload.size() > every()) {
+    payload = payload.first(every());  // the bug: the inline message holds every() bytes; the header is rebuilt
+    h.bytes = payload.size();
+    collie::seal(h);
   }
   if (bug() == LOOPBACK_RENDEZVOUS_ID_BITS && (h.rendezvous_id >> every()) != 0) {
     h.rendezvous_id &= (std::uint64_t{1} << every()) - 1;  // the bug: the wire's field has every() bits
