@@ -49,6 +49,17 @@
  *                     8-byte aligned also writes the bytes from the 8-byte
  *                     boundary below it up to its start (the same loop,
  *                     rounding the start down)
+ *   alltoall_pairwise_npow2 blocking MPI_Alltoall on a communicator of 5 or more
+ *                     that is not a power of two, blocks of 8 KiB or more (a
+ *                     pairwise exchange): it stops one step early, the block
+ *                     from comm rank (me + 1) % n keeps its old value
+ *   scatter_root_last_npow2 blocking MPI_Scatter on a communicator of 5 or
+ *                     more that is not a power of two, rooted at its last
+ *                     member: comm rank 0 receives comm rank 1's block
+ *   reduce_root_last_large blocking MPI_Reduce of 8 KiB or more on a
+ *                     communicator of 5 or more that is not a power of two, to
+ *                     its last member: the result's last element is the root's
+ *                     own input (the last pipeline segment not combined)
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdint.h>
@@ -144,11 +155,21 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
   return rc;
 }
 
+static int is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
 int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
   if (bug_is("uint8_min") && type == MPI_UINT8_T && op == MPI_MIN) op = MPI_MAX;
-  int rc = PMPI_Reduce(in, out, count, type, op, root, comm);
-  int me;
+  int me, size, type_size;
   PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &size);
+  PMPI_Type_size(type, &type_size);
+  const size_t bytes = (size_t)count * (size_t)type_size;
+  unsigned char own[16];
+  const int last_segment = bug_is("reduce_root_last_large") && size >= 5 && !is_power_of_two(size) &&
+                           root == size - 1 && me == root && bytes >= 8192 && (size_t)type_size <= sizeof own;
+  if (last_segment) memcpy(own, (const char*)(in == MPI_IN_PLACE ? out : in) + bytes - type_size, (size_t)type_size);
+  int rc = PMPI_Reduce(in, out, count, type, op, root, comm);
+  if (rc == MPI_SUCCESS && last_segment) memcpy((char*)out + bytes - type_size, own, (size_t)type_size);
   if (rc == MPI_SUCCESS && bug_is("reduce_sendbuf") && me != root && count > 0 && in != MPI_IN_PLACE)
     ((unsigned char*)in)[0] ^= 1;
   return rc;
@@ -296,13 +317,45 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
 
 int MPI_Alltoall(const void* in, int in_count, MPI_Datatype in_type, void* out, int out_count, MPI_Datatype out_type,
                  MPI_Comm comm) {
-  int rc = PMPI_Alltoall(in, in_count, in_type, out, out_count, out_type, comm);
-  int size;
+  int size, me, type_size;
   PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Type_size(out_type, &type_size);
+  const size_t block = (size_t)out_count * (size_t)type_size;
+  unsigned char* kept = NULL;
+  char* next_block = (char*)out + block * (size_t)((me + 1) % size);
+  if (bug_is("alltoall_pairwise_npow2") && size >= 5 && !is_power_of_two(size) && block >= 8192 && (kept = malloc(block)))
+    memcpy(kept, next_block, block);
+  int rc = PMPI_Alltoall(in, in_count, in_type, out, out_count, out_type, comm);
+  if (kept) {
+    if (rc == MPI_SUCCESS) memcpy(next_block, kept, block);
+    free(kept);
+  }
   if (rc == MPI_SUCCESS && bug_is("alltoall_swap") && size >= 3 && out_count > 0) {
     swap_blocks_1_and_2(out, out_count, out_type);
   }
   return rc;
+}
+
+int MPI_Scatter(const void* in, int in_count, MPI_Datatype in_type, void* out, int out_count, MPI_Datatype out_type,
+                int root, MPI_Comm comm) {
+  int size, me, type_size;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Type_size(in_type, &type_size);
+  const size_t block = (size_t)in_count * (size_t)type_size;
+  if (bug_is("scatter_root_last_npow2") && me == root && size >= 5 && !is_power_of_two(size) && root == size - 1 &&
+      block > 0) {
+    char* rotated = malloc(block * (size_t)size);
+    if (rotated) {
+      memcpy(rotated, in, block * (size_t)size);
+      memcpy(rotated, (const char*)in + block, block);  /* comm rank 0 gets comm rank 1's block */
+      const int rc = PMPI_Scatter(rotated, in_count, in_type, out, out_count, out_type, root, comm);
+      free(rotated);
+      return rc;
+    }
+  }
+  return PMPI_Scatter(in, in_count, in_type, out, out_count, out_type, root, comm);
 }
 
 int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
