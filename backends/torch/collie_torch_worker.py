@@ -132,6 +132,17 @@ def guard_pattern(bits, n, device):
     return p[:n]
 
 
+def poison(t):
+    """Overwrites a tensor a completed op only read (a send's, a
+    collective's input): the program may reuse it once wait() returned, so a
+    library that reads it later delivers this pattern, which the receiver's
+    check sees."""
+    n = t.numel()
+    if n:
+        p = (torch.arange(n, dtype=torch.int64) * 7 + 0x4B) % 127 + 1
+        t.copy_(p.to(t.dtype).to(t.device).reshape(t.shape))
+
+
 class WorkerCheck(RuntimeError):
     """What the worker itself saw the library do wrong to an op it said had
     succeeded (a Work that said done early, memory written around a tensor,
@@ -396,6 +407,7 @@ class Worker:
         self.answered = set()  # async ops that failed when issued (a wait for one is answered)
         self.world_timeout_ns = None  # the timeout group 0 was made with
         self.kept, self.kept_bytes = collections.deque(), 0  # completed ops' tensors: (op, id, operand, tensor, its bytes then)
+        self.done_works = collections.deque(maxlen=self.KEPT_WORKS)  # completed ops' Works: (op, id, work)
 
     # ---- groups -----------------------------------------------------------
     def begin_run(self, timeout_ns):
@@ -418,6 +430,7 @@ class Worker:
         self.handles = {}
         self.answered = set()
         self.kept, self.kept_bytes = collections.deque(), 0
+        self.done_works.clear()
         if not keep:
             self.world_timeout_ns = timeout_ns
             if self.init_timeout_ns is not None and (timeout_ns or DEFAULT_TIMEOUT_NS) == self.init_timeout_ns:
@@ -511,6 +524,22 @@ class Worker:
     # the outputs each op hands back, so these are checked here.
     KEPT_TENSORS = 64            # the latest completed ops' tensors, re-read as each later op completes
     KEPT_BYTES = 8 << 20
+    KEPT_WORKS = 8               # the latest completed ops' Works, asked again as each later op is issued
+
+    def check_done_works(self, work):
+        """What a library did wrong to the Works of completed ops as a later
+        op (its Work `work`) was issued, or None: a Work that completed
+        stays completed (a program may poll a kept handle), and a new op
+        gets a Work of its own (a library that recycles a pool of Works
+        passed while each was asked once)."""
+        for kop, kid, w in self.done_works:
+            if w is work:
+                return ("the Work of a completed %s (op id %d) came back as the Work of a later op: each op "
+                        "gets a Work of its own" % (kop, kid))
+            if not w.is_completed():
+                return ("the Work of a completed %s (op id %d) said is_completed() False after a later op was "
+                        "issued: a Work that completed stays completed" % (kop, kid))
+        return None
 
     def check_untouched(self, op, now, blobs, outs):
         """What changed that may not have (a sentence), or None. `now`: each tensor's bytes at completion."""
@@ -637,6 +666,20 @@ class Worker:
                     source = global_rank(group, work._source_rank()) if group is not dist.GroupMember.WORLD \
                         else work._source_rank()
         except Exception as e:  # noqa: BLE001 -- the library's own error, reported as is
+            # An op that failed has completed (torch: is_completed() "returns
+            # True if completed"), unless a timeout expired with it still in
+            # flight: a program that polls a failed handle must not spin.
+            if work is not None and not isinstance(work, list) and "timed out" not in str(e).lower() \
+                    and "timeout" not in str(e).lower():
+                try:
+                    still = not work.is_completed()
+                except Exception:  # noqa: BLE001 -- asking a failed Work may raise again: no finding
+                    still = False
+                if still:
+                    self.reply_error(op_id, WorkerCheck(
+                        "collie: %s's wait() raised (%s), yet Work.is_completed() then returned False: an op that "
+                        "failed has completed, and a program polling it spins for ever" % (op, str(e)[:300])))
+                    return
             self.reply_error(op_id, e)
             return
         for k, b in enumerate(buffers):
@@ -663,10 +706,16 @@ class Worker:
         if changed:
             self.reply_error(op_id, WorkerCheck("collie: " + changed))
             return
+        answer = [now[k] for k in outs]
+        for k in range(len(tensors)):
+            if k not in outs:
+                poison(tensors[k])
+                now[k] = to_bytes(tensors[k])
         self.keep_completed(op, op_id, tensors, now)
+        if work is not None and not isinstance(work, list):
+            self.done_works.append((op, op_id, work))
         self.link.write({"t": "done", "id": op_id, "source": -1 if source is None else source,
-                         "not_member": not_member, "outputs": outs},
-                        [now[k] for k in outs])
+                         "not_member": not_member, "outputs": outs}, answer)
 
     def buffers(self, head, blobs):
         """The op's tensors as a program holds them: each in a storage of its
@@ -703,6 +752,12 @@ class Worker:
                 self.answered.add(op_id)  # the controller may still ask to wait for it
             return
         group = self.groups.get(head.get("group", 0))
+        recycled = self.check_done_works(work) if work is not None and not isinstance(work, list) else None
+        if recycled:
+            self.reply_error(op_id, WorkerCheck("collie: " + recycled))
+            if head.get("async", False):
+                self.answered.add(op_id)  # the controller still asks to wait for it
+            return
         if head.get("must_be_pending") and work is not None and not isinstance(work, list) and work.is_completed():
             # A member of the group calls it later: it cannot have completed.
             self.reply_error(op_id, WorkerCheck(

@@ -76,6 +76,13 @@ breaks one thing:
   torch:offset0_whole_storage  all_reduce of a tensor at its storage's offset
                          0 runs on the whole storage (flat[:k] reduces its
                          neighbours too)
+  torch:failed_pending   an all_gather whose wait() raised says is_completed()
+                         False for ever (only the success path marks a Work
+                         done: a program polling a failed op spins)
+  torch:recycled_works   broadcast's Works come from a free list: once waited,
+                         the object is handed out again, re-armed, for the
+                         group's next broadcast (a kept handle reads the later
+                         op's state)
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -380,6 +387,54 @@ class _LateSuccess(_NoTimeout):
         return self.waited and self.inner.is_success()
 
 
+class _FailedPending(_NoTimeout):
+    """`inner`, whose is_completed() says False for ever once wait() raised."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.failed = False
+
+    def wait(self, timeout=None):
+        try:
+            return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        except RuntimeError:
+            self.failed = True
+            raise
+
+    def is_completed(self):
+        return not self.failed and self.inner.is_completed()
+
+
+class FailedPending(_Wrapped):
+    def allgather(self, outputs, inputs, opts=_c10d.AllgatherOptions()):
+        return _FailedPending(self.gloo.allgather(outputs, inputs, opts))
+
+
+class _Pooled(_NoTimeout):
+    """`inner`, put back on `pool` once waited for, to be re-armed."""
+
+    def __init__(self, inner, pool):
+        super().__init__(inner)
+        self.pool = pool
+
+    def wait(self, timeout=None):
+        r = self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        if self not in self.pool:
+            self.pool.append(self)
+        return r
+
+
+class RecycledWorks(_Wrapped):
+    def broadcast(self, tensors, opts=dist.BroadcastOptions()):
+        inner = self.gloo.broadcast(tensors, opts)
+        pool = self.__dict__.setdefault("pool", [])
+        if pool:
+            w = pool.pop()
+            w.inner = inner
+            return w
+        return _Pooled(inner, pool)
+
+
 class SuccessLate(_Wrapped):
     def allreduce(self, tensors, opts=dist.AllreduceOptions()):
         return _LateSuccess(self.gloo.allreduce(tensors, opts))
@@ -524,3 +579,5 @@ dist.Backend.register_backend("misaligned_head", MisalignedHead)
 dist.Backend.register_backend("timeout_returns", TimeoutReturns)
 dist.Backend.register_backend("success_late", SuccessLate)
 dist.Backend.register_backend("offset0_whole_storage", Offset0WholeStorage)
+dist.Backend.register_backend("failed_pending", FailedPending)
+dist.Backend.register_backend("recycled_works", RecycledWorks)
