@@ -564,6 +564,29 @@ class Worker:
             self.kept_bytes -= len(self.kept.popleft()[4])
 
     @staticmethod
+    def future_of(head, work):
+        """An async collective's Work.get_future() (taken before wait(), as
+        a DDP communication hook takes it), or None: p2p Works, and Works
+        that have no future (a Python Work's get_future() raises)."""
+        if not head.get("async", False) or head["op"] in P2P_OPS:
+            return None
+        try:
+            return work.get_future()
+        except Exception:  # noqa: BLE001 -- no future: nothing to check
+            return None
+
+    @staticmethod
+    def future_done(future):
+        """Whether `future` says done() within 1 s (a library may complete
+        it from its own thread just after wait() returned)."""
+        give_up = time.monotonic_ns() + 1_000_000_000
+        while not future.done():
+            if time.monotonic_ns() >= give_up:
+                return False
+            time.sleep(0.0002)
+        return True
+
+    @staticmethod
     def completes_when_polled(work, poll_ns):
         """Polls `work.is_completed()` for up to poll_ns without waiting, as a
         program spinning on it does: True once it said so."""
@@ -603,6 +626,7 @@ class Worker:
         tensors = [b.tensor for b in buffers]
         writes = [k for k in head.get("writes", []) if k < len(tensors)]
         said_done_with = None  # the outputs when the Work said is_completed() before wait()
+        future = None  # an async collective's Work.get_future(), taken before wait()
         failed_when_done = False  # is_success() False then
         not_polled_done = False  # polled (head's poll_ns) and never said is_completed() before wait()
         try:
@@ -615,6 +639,7 @@ class Worker:
                     # A program may spin on is_completed() before it waits
                     # (torch: "returns True if completed"); the harness asks
                     # so only of calls every member has issued.
+                    future = self.future_of(head, work)
                     not_polled_done = head.get("poll_ns") and not self.completes_when_polled(work, head["poll_ns"])
                     # A Work that says it completed must have its outputs in
                     # place: they may not change in wait() after that.
@@ -656,6 +681,11 @@ class Worker:
                     self.reply_error(op_id, WorkerCheck(
                         "collie: wait() returned without an error, yet Work.is_success() returned False: an op "
                         "that completed without error must say so"))
+                    return
+                if future is not None and not self.future_done(future):
+                    self.reply_error(op_id, WorkerCheck(
+                        "collie: %s's wait() returned, yet its Work.get_future() did not say done() within 1 s: a "
+                        "callback chained on the future (a DDP communication hook) never runs" % op))
                     return
                 if failed_when_done:
                     self.reply_error(op_id, WorkerCheck(

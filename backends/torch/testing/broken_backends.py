@@ -79,6 +79,17 @@ breaks one thing:
   torch:failed_pending   an all_gather whose wait() raised says is_completed()
                          False for ever (only the success path marks a Work
                          done: a program polling a failed op spins)
+  torch:future_never_done  async all_reduce's Work.get_future() is never
+                         completed (the backend never wires its completion into
+                         it): a DDP communication hook chained on it never runs
+  torch:poll_latest_group  all_reduce's Work.is_completed() makes progress
+                         only while its group issued the process's latest op
+                         (one current context): polled after an op on another
+                         group, it says False until wait()
+  torch:send_shared_per_peer  a send to a peer with an earlier send to it not
+                         yet waited for gets that earlier send's Work: its
+                         wait() returns while the later send may still read
+                         its tensor
   torch:recycled_works   broadcast's Works come from a free list: once waited,
                          the object is handed out again, re-armed, for the
                          group's next broadcast (a kept handle reads the later
@@ -410,6 +421,82 @@ class FailedPending(_Wrapped):
         return _FailedPending(self.gloo.allgather(outputs, inputs, opts))
 
 
+class _NoFuture(_Then):
+    """`inner`, whose get_future() is a future nobody completes."""
+
+    def __init__(self, inner):
+        super().__init__(inner, lambda: None, says_done=False)
+        self.future = torch.futures.Future()
+
+    def get_future(self):
+        return self.future
+
+    def is_completed(self):
+        return self.inner.is_completed()
+
+
+class FutureNeverDone(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        return _NoFuture(self.gloo.allreduce(tensors, opts))
+
+
+_LATEST_GROUP = [None]
+
+
+class _PollLatest(_NoTimeout):
+    """`inner`, which says is_completed() False before wait() while another
+    group issued the process's latest op."""
+
+    def __init__(self, inner, group):
+        super().__init__(inner)
+        self.group, self.waited = group, False
+
+    def wait(self, timeout=None):
+        self.waited = True
+        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+
+    def is_completed(self):
+        if _LATEST_GROUP[0] is not self.group and not self.waited:
+            return False
+        return self.inner.is_completed()
+
+
+class PollLatestGroup(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        _LATEST_GROUP[0] = self
+        return _PollLatest(self.gloo.allreduce(tensors, opts), self)
+
+
+class _SharedSend(_NoTimeout):
+    """A send's Work that later sends to its peer share until it is waited for."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.waited = False
+
+    def wait(self, timeout=None):
+        if not self.waited:
+            self.waited = True
+            return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        return True
+
+    def is_completed(self):
+        return self.waited or self.inner.is_completed()
+
+
+class SendSharedPerPeer(_Wrapped):
+    def send(self, tensors, dstRank, tag):  # noqa: N803 -- torch's name
+        real = self.gloo.send(tensors, dstRank, tag)
+        open_sends = self.__dict__.setdefault("open_sends", {})
+        earlier = open_sends.get(dstRank)
+        if earlier is not None and not earlier.waited:
+            self.__dict__.setdefault("shadowed", []).append(real)  # kept alive; nobody waits for it
+            return earlier
+        w = _SharedSend(real)
+        open_sends[dstRank] = w
+        return w
+
+
 class _Pooled(_NoTimeout):
     """`inner`, put back on `pool` once waited for, to be re-armed."""
 
@@ -581,3 +668,6 @@ dist.Backend.register_backend("success_late", SuccessLate)
 dist.Backend.register_backend("offset0_whole_storage", Offset0WholeStorage)
 dist.Backend.register_backend("failed_pending", FailedPending)
 dist.Backend.register_backend("recycled_works", RecycledWorks)
+dist.Backend.register_backend("future_never_done", FutureNeverDone)
+dist.Backend.register_backend("poll_latest_group", PollLatestGroup)
+dist.Backend.register_backend("send_shared_per_peer", SendSharedPerPeer)
