@@ -189,7 +189,6 @@ class InProcessJob final : public Job {
   // empty if neither.
   std::string crashes_misreported() const {
     std::set<int> by_fault;
-    std::string fault_text;
     for (const InjectedFault& f : injected_faults()) {
       if (f.kind != InjectedFault::Kind::kCrash) continue;
       by_fault.insert(f.src);
