@@ -196,11 +196,14 @@ class Buffer:
         self.place = self.where()
 
     @classmethod
-    def chunks(cls, specs, blobs):
+    def chunks(cls, specs, blobs, rotated=False):
         """A list operand's tensors as adjacent views of one storage, as
         `torch.empty(n * k).chunk(n)` or a flat bucket's `split()` makes them
         (a library that flattens such a list by its storage, and misplaces
-        it, is seen), guarded before the first and after the last."""
+        it, is seen), guarded before the first and after the last.
+        `rotated`: entry j is the storage's chunk j + 1 (entry n - 1 its
+        first), as a ring's rotated list of one bucket's chunks is -- the
+        list's order is not its tensors' address order."""
         dtype = DTYPES[specs[0]["dtype"]]
         counts = [spec["count"] for spec in specs]
         size = torch.empty(0, dtype=dtype).element_size()
@@ -209,8 +212,15 @@ class Buffer:
         bits = store.view(BITS[size])
         pattern = guard_pattern(BITS[size], store.numel(), DEVICE)
         bits.copy_(pattern)
-        parts, at = [], guard
-        for spec, blob, n in zip(specs, blobs, counts):
+        in_storage = list(range(len(specs)))  # entries in storage order
+        if rotated:
+            in_storage = in_storage[1:] + in_storage[:1]
+        starts, at = [0] * len(specs), guard
+        for j in in_storage:
+            starts[j] = at
+            at += counts[j]
+        parts = []
+        for spec, blob, n, at in zip(specs, blobs, counts, starts):
             shape = list(spec["shape"]) if "shape" in spec else [n]
             b = cls.__new__(cls)
             b.bits, b.pattern, b.gaps = bits, pattern, None
@@ -220,7 +230,6 @@ class Buffer:
                 b.tensor.copy_(torch.frombuffer(bytearray(blob), dtype=dtype).reshape(shape))
             b.place = b.where()
             parts.append(b)
-            at += n
         return parts
 
     def where(self):
@@ -750,8 +759,8 @@ class Worker:
     def buffers(self, head, blobs):
         """The op's tensors as a program holds them: each in a storage of its
         own, save that every other op (odd ids) gets each list operand as
-        adjacent views of one storage (Buffer.chunks) -- programs make lists
-        both ways. Strided runs keep their own layout. A tensor of its own
+        adjacent views of one storage (Buffer.chunks; every fourth, ids 1
+        mod 4, in rotated order) -- programs make lists both ways. Strided runs keep their own layout. A tensor of its own
         starts (id - 1) % 8 elements past the 64-byte alignment, so that across a
         run the operands take every data_ptr() alignment -- and skew 0
         puts it at its storage's offset 0 (guarded after it only), as a
@@ -765,7 +774,7 @@ class Worker:
                 continue
             part = specs[at:at + n]
             if (n >= 2 and head["id"] % 2 == 1 and not self.views and len({p["dtype"] for p in part}) == 1):
-                out[at:at + n] = Buffer.chunks(part, blobs[at:at + n])
+                out[at:at + n] = Buffer.chunks(part, blobs[at:at + n], rotated=head["id"] % 4 == 1)
             at += n
         skew = (head["id"] - 1) % 8  # a run's ops are numbered from 1: its first at offset 0
         return [b if b is not None else Buffer(spec, blob, self.views, skew) for b, spec, blob in zip(out, specs, blobs)]

@@ -90,6 +90,10 @@ breaks one thing:
                          yet waited for gets that earlier send's Work: its
                          wait() returns while the later send may still read
                          its tensor
+  torch:gather_by_address  all_gather into a list whose tensors tile one
+                         storage lands block j in the list's j-th tensor by
+                         address (right for buf.chunk(n), wrong for the same
+                         views in any other order)
   torch:recycled_works   broadcast's Works come from a free list: once waited,
                          the object is handed out again, re-armed, for the
                          group's next broadcast (a kept handle reads the later
@@ -440,6 +444,22 @@ class FutureNeverDone(_Wrapped):
         return _NoFuture(self.gloo.allreduce(tensors, opts))
 
 
+class GatherByAddress(_Wrapped):
+    def allgather(self, output_tensors, input_tensors, opts=_c10d.AllgatherOptions()):
+        outs = output_tensors[0]
+        one_storage = len(outs) >= 2 and all(o.is_contiguous() for o in outs) and \
+            len({o.storage().data_ptr() for o in outs}) == 1
+        order = sorted(range(len(outs)), key=lambda j: outs[j].data_ptr())
+        if not one_storage or order == list(range(len(outs))):
+            return self.gloo.allgather(output_tensors, input_tensors, opts)
+        parts = [torch.empty_like(o) for o in outs]
+
+        def land():  # the bug: block j goes to the j-th tensor in address order
+            for j, at in enumerate(order):
+                outs[at].copy_(parts[j])
+        return _Then(self.gloo.allgather([parts], input_tensors, opts), land)
+
+
 _LATEST_GROUP = [None]
 
 
@@ -671,3 +691,4 @@ dist.Backend.register_backend("recycled_works", RecycledWorks)
 dist.Backend.register_backend("future_never_done", FutureNeverDone)
 dist.Backend.register_backend("poll_latest_group", PollLatestGroup)
 dist.Backend.register_backend("send_shared_per_peer", SendSharedPerPeer)
+dist.Backend.register_backend("gather_by_address", GatherByAddress)
