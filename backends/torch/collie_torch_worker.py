@@ -759,8 +759,9 @@ class Worker:
     def buffers(self, head, blobs):
         """The op's tensors as a program holds them: each in a storage of its
         own, save that every other op (odd ids) gets each list operand as
-        adjacent views of one storage (Buffer.chunks; every fourth, ids 1
-        mod 4, in rotated order) -- programs make lists both ways. Strided runs keep their own layout. A tensor of its own
+        adjacent views of one storage (Buffer.chunks; ids 1 mod 4 in rotated
+        order) -- programs make lists both ways. Strided runs keep their own
+        layout. A tensor of its own
         starts (id - 1) % 8 elements past the 64-byte alignment, so that across a
         run the operands take every data_ptr() alignment -- and skew 0
         puts it at its storage's offset 0 (guarded after it only), as a
