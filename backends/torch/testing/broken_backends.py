@@ -110,6 +110,11 @@ import torch._C._distributed_c10d as _c10d
 import torch.distributed as dist
 
 
+def _wait(work, timeout):
+    """work.wait(), passing the caller's timeout on when it gave one."""
+    return work.wait() if timeout is None else work.wait(timeout)
+
+
 class _Wrapped(dist.ProcessGroup):
     """Delegates every op it does not break to a Gloo process group."""
 
@@ -185,7 +190,7 @@ class _Then(_c10d.Work):
         self.inner, self.then, self.ran, self.says_done = inner, then, False, says_done
 
     def wait(self, timeout=None):
-        self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        _wait(self.inner, timeout)
         if not self.ran:
             self.ran = True
             self.then()
@@ -310,7 +315,7 @@ class _SaysFailed(_c10d.Work):
         self.inner = inner
 
     def wait(self, timeout=None):
-        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        return _wait(self.inner, timeout)
 
     def is_completed(self):
         return self.inner.is_completed()
@@ -396,7 +401,7 @@ class _LateSuccess(_NoTimeout):
 
     def wait(self, timeout=None):
         self.waited = True
-        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        return _wait(self.inner, timeout)
 
     def is_success(self):
         return self.waited and self.inner.is_success()
@@ -411,7 +416,7 @@ class _FailedPending(_NoTimeout):
 
     def wait(self, timeout=None):
         try:
-            return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+            return _wait(self.inner, timeout)
         except RuntimeError:
             self.failed = True
             raise
@@ -473,7 +478,7 @@ class _PollLatest(_NoTimeout):
 
     def wait(self, timeout=None):
         self.waited = True
-        return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        return _wait(self.inner, timeout)
 
     def is_completed(self):
         if _LATEST_GROUP[0] is not self.group and not self.waited:
@@ -497,7 +502,7 @@ class _SharedSend(_NoTimeout):
     def wait(self, timeout=None):
         if not self.waited:
             self.waited = True
-            return self.inner.wait() if timeout is None else self.inner.wait(timeout)
+            return _wait(self.inner, timeout)
         return True
 
     def is_completed(self):
@@ -525,7 +530,7 @@ class _Pooled(_NoTimeout):
         self.pool = pool
 
     def wait(self, timeout=None):
-        r = self.inner.wait() if timeout is None else self.inner.wait(timeout)
+        r = _wait(self.inner, timeout)
         if self not in self.pool:
             self.pool.append(self)
         return r
@@ -587,7 +592,7 @@ class _Swallowed(_c10d.Work):
     def wait(self, timeout=None):
         try:
             if self.inner is not None:
-                self.inner.wait() if timeout is None else self.inner.wait(timeout)
+                _wait(self.inner, timeout)
         except RuntimeError:
             pass
         self.waited = True
