@@ -31,6 +31,7 @@ class ForwardingDist : public Dist {
   Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override {
     return d_.new_group(std::move(ranks), timeout_ns, std::move(name));
   }
+  void destroy_group(const Group& g) override { d_.destroy_group(g); }
   Work send(TensorView t, int dst, int tag, const Group& g, Nanos to) override { return d_.send(t, dst, tag, g, to); }
   Work isend(TensorView t, int dst, int tag, const Group& g, Nanos to, Nanos poll) override {
     return d_.isend(t, dst, tag, g, to, poll);

@@ -4,6 +4,7 @@
 
 #include "check/reference.h"
 #include "core/communicator.h"
+#include "core/op.h"
 #include "sim/sim_world.h"
 #include "sim/testing.h"
 
@@ -179,6 +180,70 @@ TEST(Groups, MessagesOfDifferentGroupsNeverMatch) {
   ASSERT_TRUE(res.ok()) << res.describe();
   EXPECT_EQ(world_value, 2.0);
   EXPECT_EQ(group_value, 1.0);
+}
+
+// A destroyed group refuses every later op, through dispatch() and the core's
+// own calls; a group of the same ranks made after it is a new group whose
+// messages never meet a frame sent on the old one.
+TEST(Groups, DestroyedGroupIsRefusedAndItsSuccessorIsANewGroup) {
+  sim::SimWorld w(3);
+  std::vector<std::string> refusals;
+  std::vector<double> got(3, -1);
+  auto res = w.run([&](Communicator& c) -> Task<void> {
+    Group old_pair = c.new_group({2, 0});
+    Tensor t(DType::kFloat32, {1});
+    // Rank 2 sends on the old group and the receiver never takes it.
+    if (c.rank() == 2) co_await c.isend(t, 0, 5, old_pair);
+    c.destroy_group(old_pair);
+    for (auto call : {+[](Communicator& d, const Group& g, Tensor& x) { return d.all_reduce(x, ReduceOp::kSum, g); },
+                      +[](Communicator& d, const Group& g, Tensor& x) {
+                        DistCall call;
+                        call.kind = OpKind::kBroadcast;
+                        call.group = g;
+                        call.peer = 0;
+                        call.tensor = x;
+                        return dispatch(d, call);
+                      }}) {
+      try {
+        (void)call(c, old_pair, t);
+        refusals.push_back("none");
+      } catch (const Error& e) {
+        refusals.push_back(std::string(error_kind_name(e.kind())) + ": " + e.what());
+      }
+    }
+    try {
+      c.destroy_group(old_pair);
+      refusals.push_back("none");
+    } catch (const Error& e) {
+      refusals.push_back(e.what());
+    }
+    try {
+      c.destroy_group(c.world());
+      refusals.push_back("none");
+    } catch (const Error& e) {
+      refusals.push_back(e.what());
+    }
+    Group pair = c.new_group({0, 2});
+    Tensor x(DType::kFloat32, {1});
+    x.set(0, 10 + c.rank());
+    if (c.rank() != 1) {
+      if (c.rank() == 2) co_await c.send(x, 0, 5, pair);
+      if (c.rank() == 0) co_await c.recv(x, 2, 5, pair);
+    }
+    got[static_cast<std::size_t>(c.rank())] = x.get(0);
+  });
+  EXPECT_TRUE(res.ok()) << res.describe();
+  EXPECT_EQ(got[0], 12.0);
+  ASSERT_EQ(refusals.size(), 12u);
+  for (int r = 0; r < 3; ++r) {
+    const auto at = static_cast<std::size_t>(4 * r);
+    EXPECT_NE(refusals[at].find("invalid_argument"), std::string::npos) << refusals[at];
+    EXPECT_NE(refusals[at].find("was destroyed"), std::string::npos) << refusals[at];
+    EXPECT_NE(refusals[at + 1].find("broadcast"), std::string::npos) << refusals[at + 1];
+    EXPECT_NE(refusals[at + 1].find("was destroyed (destroy_group)"), std::string::npos) << refusals[at + 1];
+    EXPECT_NE(refusals[at + 2].find("destroyed already"), std::string::npos) << refusals[at + 2];
+    EXPECT_NE(refusals[at + 3].find("the world cannot be destroyed"), std::string::npos) << refusals[at + 3];
+  }
 }
 
 TEST(Groups, GroupsCreatedInDifferentOrdersAreAGroupMismatch) {

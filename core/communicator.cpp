@@ -244,7 +244,10 @@ std::size_t Communicator::abort_pending(const std::string& why) {
   return engine_.abort_all(std::make_exception_ptr(Error(ErrorKind::kUsage, OpContext{rank_, "", "", -1, {}}, why)));
 }
 
-GroupState& Communicator::resolve(const Group& g) { return *(g.is_world_default() ? world_.state() : g.state()); }
+GroupState& Communicator::resolve(const Group& g) {
+  check_group_alive(g, rank_, "");
+  return *(g.is_world_default() ? world_.state() : g.state());
+}
 const GroupState& Communicator::resolve(const Group& g) const {
   return *(g.is_world_default() ? world_.state() : g.state());
 }
@@ -270,6 +273,8 @@ Group Communicator::new_group(std::vector<int> ranks, Nanos timeout_ns, std::str
   engine_.register_context(g->coll_context, std::move(identity), true);
   return Group(std::move(g));
 }
+
+void Communicator::destroy_group(const Group& g) { mark_group_destroyed(g, rank_); }
 
 int Communicator::rank_in(const Group& g) const { return resolve(g).my_rank; }
 

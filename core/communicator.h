@@ -99,6 +99,9 @@ class Communicator final : public Dist {
   // order. Non-members get a handle whose rank() is -1.
   // Unnamed groups are "group K {ranks}" in errors and reports.
   Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override;
+  // Marks g destroyed; its contexts stay registered (a frame a peer sent on
+  // it before is still matched or reported), and are never reused.
+  void destroy_group(const Group& g) override;
   // This rank's rank in `g` (-1 if not a member), like torch's get_rank(group).
   int rank_in(const Group& g) const;
   // Translations; invalid_argument when the rank is not in the group.

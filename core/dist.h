@@ -132,6 +132,16 @@ class Dist {
   // op timeout (0: the default). `name`: how errors and reports call it (a
   // scenario's "group 'pair'"); empty: the implementation's own name.
   virtual Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) = 0;
+  // torch's destroy_process_group(g): releases what the implementation holds
+  // for g. Every rank of the world calls it for the group, member or not, as
+  // it called new_group. The caller has waited for every op it issued on g
+  // (torch leaves destroying a group with work in flight undefined; collie's
+  // checks never do it). Afterwards no op may use g or a copy of its handle:
+  // dispatch() and collie's core throw Error(kInvalidArgument) naming it. A
+  // group's id is never reused: a later new_group of the same ranks is a new
+  // group. Refuses the world and a group destroyed already
+  // (mark_group_destroyed(), which every implementation calls first).
+  virtual void destroy_group(const Group& g) = 0;
 
   // ---- point-to-point ----------------------------------------------------
   // Messages with the same (src, dst, group, tag) never overtake each other.

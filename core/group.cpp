@@ -76,6 +76,23 @@ std::vector<int> new_group_members(std::vector<int> ranks, int world_size, int c
   return ranks;
 }
 
+void mark_group_destroyed(const Group& g, int caller_rank) {
+  const std::string name = g.is_world_default() ? "world" : g.name();
+  auto refuse = [&](const std::string& why) {
+    throw Error(ErrorKind::kInvalidArgument, OpContext{caller_rank, "destroy_group", name, -1, {}}, why);
+  };
+  if (g.is_world_default() || g.state()->id == 0)
+    refuse("the world cannot be destroyed as a group (torch's destroy_process_group() without a group ends the job)");
+  if (g.state()->destroyed) refuse(name + " was destroyed already");
+  g.state()->destroyed = true;
+}
+
+void check_group_alive(const Group& g, int caller_rank, std::string_view op) {
+  if (g.is_world_default() || !g.state()->destroyed) return;
+  throw Error(ErrorKind::kInvalidArgument, OpContext{caller_rank, std::string(op), g.name(), -1, {}},
+              g.name() + " was destroyed (destroy_group); no op may use it after that");
+}
+
 std::string default_group_name(int id, const std::vector<int>& sorted_ranks) {
   std::string name = "group " + std::to_string(id) + " {";
   for (std::size_t i = 0; i < sorted_ranks.size(); ++i) name += (i ? "," : "") + std::to_string(sorted_ranks[i]);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collie {
@@ -37,6 +38,9 @@ struct GroupState {
   std::uint64_t p2p_seq = 0;    // point-to-point ops issued so far
   std::string name;             // "world" or "group 1 {0,1}"
   std::int64_t timeout_ns = 0;  // ops on this group time out after this; 0: the communicator's
+  // destroy_group() was called: no op may use the group again (every copy of
+  // its handle shares this state). Its id and contexts are never reused.
+  bool destroyed = false;
 
   const std::vector<int>& ranks() const { return *members; }
 };
@@ -72,6 +76,15 @@ std::uint64_t group_digest(const std::vector<int>& sorted_ranks);
 // throws Error(kInvalidArgument) from `caller_rank`'s new_group naming the
 // rule broken ("rank 5 is out of range for world size 4").
 std::vector<int> new_group_members(std::vector<int> ranks, int world_size, int caller_rank);
+// The one rule every Dist applies to destroy_group(g): g is a group that
+// new_group() made -- not the world, not a default handle -- and not
+// destroyed already. Marks it destroyed; throws Error(kInvalidArgument) from
+// `caller_rank`'s destroy_group naming the rule broken.
+void mark_group_destroyed(const Group& g, int caller_rank);
+// Throws Error(kInvalidArgument) from `caller_rank`'s `op` on g if g was
+// destroyed ("group 'pair' was destroyed (destroy_group); ...").
+void check_group_alive(const Group& g, int caller_rank, std::string_view op);
+
 // How errors and reports name a group created without a name: "group 2 {0,3}"
 // (`id`: the group's number in creation order, the world being 0).
 std::string default_group_name(int id, const std::vector<int>& sorted_ranks);

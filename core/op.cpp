@@ -153,6 +153,7 @@ void DistCall::set_views(Slot s, std::vector<TensorView> v) {
 
 Work dispatch(Dist& d, const DistCall& c) {
   const Group& g = c.group;
+  check_group_alive(g, d.rank(), c.name());
   const CollectiveOptions o = c.options();
   switch (c.kind) {
     case OpKind::kSend:

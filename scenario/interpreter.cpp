@@ -121,6 +121,7 @@ void uses(const Step& s, bool is_root, std::vector<std::string>& reads, std::vec
       break;
     case StepKind::kWait:
     case StepKind::kNewGroup:
+    case StepKind::kDestroyGroup:
       break;
   }
 }
@@ -246,7 +247,7 @@ struct Interpreter::State {
     for (const Step& step : prepare()) {
       if (!applies(step)) continue;
       if (timing_only && step.kind != StepKind::kOp && step.kind != StepKind::kWait &&
-          step.kind != StepKind::kNewGroup) {
+          step.kind != StepKind::kNewGroup && step.kind != StepKind::kDestroyGroup) {
         if (rank == 0) ++log.skipped_steps;  // no values to show or compare
         continue;
       }
@@ -386,6 +387,9 @@ struct Interpreter::State {
         break;  // run() waits
       case StepKind::kNewGroup:
         named().groups[step.name] = d.new_group(step.members, 0, "group '" + step.name + "'");
+        return {};
+      case StepKind::kDestroyGroup:
+        d.destroy_group(named().groups.at(step.group));
         return {};
       case StepKind::kPrint:
         log.output.push_back(OutputLine{rank, d.executor().now(), format_text(step)});

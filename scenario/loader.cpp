@@ -50,6 +50,7 @@ const std::vector<ControlStep>& control_steps() {
   static const std::vector<ControlStep> t = {
       {StepKind::kWait, "wait", {"handle", "handles"}},
       {StepKind::kNewGroup, "new_group", {"name", "members"}},
+      {StepKind::kDestroyGroup, "destroy_group", {"group"}},
       {StepKind::kPrint, "print", {"text", "unspecified"}},
       {StepKind::kExpect, "expect", {"tensor", "equals", "value", "tolerance", "handle", "source", "unspecified"}},
       {StepKind::kUpdate, "update", {"tensor", "value"}},
@@ -438,6 +439,16 @@ class Loader {
         s.name = r_.as_string(need("name"), "name");
         s.members = r_.as_rank_list(need("members"), "members");
         break;
+      case StepKind::kDestroyGroup:
+        if (n["ranks"] || n["if"])
+          r_.fail(n["ranks"] ? n["ranks"] : n["if"],
+                  "every rank destroys a group, as every rank made it (torch's rule): 'destroy_group' takes no "
+                  "'ranks' or 'if'");
+        if (s.group == "world")
+          r_.fail(n["group"], "the world cannot be destroyed as a group (torch's destroy_process_group() without "
+                              "a group ends the whole job)");
+        need("group");
+        break;
       case StepKind::kPrint: {
         const YAML::Node text = need("text");
         s.text = r_.as_string(text, "text");
@@ -669,6 +680,7 @@ std::string Step::kind_name() const {
     case StepKind::kOp: return std::string(op_name(op, async));
     case StepKind::kWait: return "wait";
     case StepKind::kNewGroup: return "new_group";
+    case StepKind::kDestroyGroup: return "destroy_group";
     case StepKind::kPrint: return "print";
     case StepKind::kExpect: return "expect";
     case StepKind::kUpdate: return "update";

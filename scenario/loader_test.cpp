@@ -103,6 +103,31 @@ TEST(LoaderErrors, DuplicateNames) {
             "t.yaml:4:10: error: rank 0 is listed twice in group 'g'");
 }
 
+TEST(LoaderErrors, DestroyGroupMisuse) {
+  const std::string head = std::string(kHead) + "groups: {g: [0, 1]}\ntensors: {t: {dtype: float32}}\nprogram:\n";
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group, group: world}\n"),
+            "t.yaml:7:32: error: the world cannot be destroyed as a group (torch's destroy_process_group() without "
+            "a group ends the whole job)");
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group, group: g, ranks: [0]}\n"),
+            "t.yaml:7:42: error: every rank destroys a group, as every rank made it (torch's rule): 'destroy_group' "
+            "takes no 'ranks' or 'if'");
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group}\n"), "t.yaml:7:5: error: a 'destroy_group' step needs the key 'group'");
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group, group: h}\n"), "t.yaml:7:5: error: unknown group 'h' (did you mean 'g'?)");
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group, group: g}\n  - {op: all_reduce, tensor: t, group: g}\n"),
+            "t.yaml:8:5: error: group 'g' was destroyed at line 7; no step may use it after that");
+  EXPECT_EQ(error_of(head + "  - {op: destroy_group, group: g}\n  - {op: destroy_group, group: g}\n"),
+            "t.yaml:8:5: error: group 'g' was destroyed at line 7; no step may use it after that");
+  EXPECT_EQ(error_of(head + "  - {op: all_reduce, tensor: t, group: g, handle: h}\n"
+                            "  - {op: destroy_group, group: g}\n  - {op: wait, handle: h}\n"),
+            "t.yaml:8:5: error: destroy_group of group 'g' while handle 'h' (an op on it) is not waited for; wait "
+            "for it first (torch leaves destroying a group with work in flight undefined)");
+  // Waited for first, then destroyed, then a new group of the same name.
+  EXPECT_EQ(error_of(head + "  - {op: all_reduce, tensor: t, group: g, handle: h}\n  - {op: wait, handle: h}\n"
+                            "  - {op: destroy_group, group: g}\n  - {op: new_group, name: g, members: [1, 0]}\n"
+                            "  - {op: all_reduce, tensor: t, group: g}\n"),
+            "loaded");
+}
+
 TEST(LoaderErrors, UnknownDTypeAndReduceOpNotDefinedForIt) {
   EXPECT_EQ(error_of(std::string(kHead) + "tensors: {t: {dtype: float23}}\nprogram: []\n"),
             "t.yaml:4:22: error: unknown dtype 'float23' (did you mean 'float32'?)");

@@ -202,8 +202,13 @@ class ProgramChecks {
     std::set<std::string> groups;
     for (const auto& g : s_.groups) groups.insert(g.name);
     std::set<std::string> handles;
+    std::map<std::string, Location> destroyed;     // group -> its destroy_group step
+    std::map<std::string, std::string> in_flight;  // handle not yet waited for -> its op's group
     for (const Step& st : prog) errors_.attempt([&] {
       if (!st.group.empty() && st.group != "world" && !groups.count(st.group)) {
+        if (auto d = destroyed.find(st.group); d != destroyed.end())
+          fail(st.where, "group '" + st.group + "' was destroyed at line " + std::to_string(d->second.line) +
+                             "; no step may use it after that");
         std::vector<std::string> known(groups.begin(), groups.end());
         fail(st.where, "unknown group '" + st.group + "'" +
                            (known.empty() ? std::string(" (no groups are defined)") : did_you_mean(st.group, known)));
@@ -236,6 +241,17 @@ class ProgramChecks {
         case StepKind::kNewGroup:
           if (st.name == "world" || groups.count(st.name)) fail(st.where, "group '" + st.name + "' is defined twice");
           groups.insert(st.name);
+          destroyed.erase(st.name);
+          break;
+        case StepKind::kDestroyGroup:
+          // torch leaves destroying a group with work in flight undefined.
+          for (const auto& [h, g] : in_flight)
+            if (g == st.group)
+              fail(st.where, "destroy_group of group '" + st.group + "' while handle '" + h +
+                                 "' (an op on it) is not waited for; wait for it first (torch leaves destroying "
+                                 "a group with work in flight undefined)");
+          groups.erase(st.group);
+          destroyed[st.group] = st.where;
           break;
         case StepKind::kPrint:
           print_fields(st, handles);
@@ -243,6 +259,9 @@ class ProgramChecks {
       }
       if (!st.handle.empty() && st.kind == StepKind::kOp && !handles.insert(st.handle).second)
         fail(st.where, "handle '" + st.handle + "' is defined twice in this program");
+      if (!st.handle.empty() && st.kind == StepKind::kOp) in_flight[st.handle] = st.group;
+      if (st.kind == StepKind::kWait)
+        for (const auto& h : st.handles) in_flight.erase(h);
     });
   }
 
@@ -419,6 +438,7 @@ class ProgramChecks {
         groups[st.name] = std::vector<int>(seen.begin(), seen.end());
         return;
       }
+      if (st.kind == StepKind::kDestroyGroup) return;
       std::vector<int> members;
       if (st.group.empty() || st.group == "world") {
         for (int r = 0; r < world_; ++r) members.push_back(r);

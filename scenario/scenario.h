@@ -65,8 +65,8 @@ struct GroupSpec {
 
 // A step is an op (any row of core/op.h's table) or one of the program's
 // own steps.
-enum class StepKind { kOp, kWait, kNewGroup, kPrint, kExpect, kUpdate };
-inline constexpr std::string_view kControlSteps[] = {"wait", "new_group", "print", "expect", "update"};
+enum class StepKind { kOp, kWait, kNewGroup, kDestroyGroup, kPrint, kExpect, kUpdate };
+inline constexpr std::string_view kControlSteps[] = {"wait", "new_group", "destroy_group", "print", "expect", "update"};
 
 // all_to_all_single's output_split_sizes / input_split_sizes: rows of dim 0
 // per group rank, written as a list of expressions of `rank` and `world`,
@@ -106,7 +106,7 @@ struct Step {
   std::string list;                // Slot::kList
   std::string output;              // Slot::kOutput
   SplitSizes output_splits, input_splits;  // all_to_all_single
-  std::string group;               // "" = world
+  std::string group;               // "" = world; destroy_group: the group destroyed
   std::optional<Expr> peer;        // dst / src / root (global rank)
   bool any_source = false;         // recv/irecv src: any
   Expr tag;                        // p2p tag (default 0)

@@ -28,6 +28,7 @@ class HostTensorDist final : public CallDist {
   Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override {
     return inner_.new_group(std::move(ranks), timeout_ns, std::move(name));
   }
+  void destroy_group(const Group& g) override { inner_.destroy_group(g); }
   std::vector<std::string> describe_pending() const override { return inner_.describe_pending(); }
 
  private:

@@ -164,6 +164,19 @@ void MpiDist::free_groups() {
   }
 }
 
+void MpiDist::destroy_group(const Group& g) {
+  mark_group_destroyed(g, rank_);
+  auto it = comms_.find(g.state()->id);
+  if (it == comms_.end()) return;
+  Comm c = it->second;
+  comms_.erase(it);
+  const int rc = c.comm != MPI_COMM_NULL ? MPI_Comm_free(&c.comm) : MPI_SUCCESS;
+  const int monitor = c.monitor != MPI_COMM_NULL ? MPI_Comm_free(&c.monitor) : MPI_SUCCESS;
+  if (rc != MPI_SUCCESS || monitor != MPI_SUCCESS)
+    throw LibraryError("rank " + std::to_string(rank_) + ": destroy_group of " + g.name() +
+                       ": MPI_Comm_free: " + mpi_error(rc != MPI_SUCCESS ? rc : monitor));
+}
+
 Group MpiDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
   ranks = new_group_members(std::move(ranks), world_size_, rank_);
   auto g = new_group_state(++groups_, ranks, rank_, timeout_ns, std::move(name));

@@ -83,6 +83,8 @@ class MpiDist final : public Dist {
   LibraryExecutor& library_executor() { return exec_; }
   Group world() const override { return world_group_; }
   Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override;
+  // MPI_Comm_free of the group's communicator and its monitor's duplicate.
+  void destroy_group(const Group& g) override;
   // Frees every communicator new_group made (a new run of the worker).
   void free_groups();
 

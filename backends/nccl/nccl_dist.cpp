@@ -197,6 +197,18 @@ void NcclDist::free_groups() {
   }
 }
 
+void NcclDist::destroy_group(const Group& g) {
+  mark_group_destroyed(g, rank_);
+  auto it = comms_.find(g.state()->id);
+  if (it == comms_.end()) return;
+  const Comm c = it->second;
+  comms_.erase(it);
+  if (!c.owned || !c.comm) return;
+  if (const ncclResult_t r = lib_.CommDestroy(c.comm); r != ncclSuccess)
+    throw LibraryError("rank " + std::to_string(rank_) + ": destroy_group of " + g.name() +
+                       ": ncclCommDestroy: " + lib_.error(r));
+}
+
 Group NcclDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) {
   ranks = new_group_members(std::move(ranks), world_, rank_);
   auto g = new_group_state(++groups_, ranks, rank_, timeout_ns, std::move(name));

@@ -88,6 +88,8 @@ class NcclDist final : public CallDist {
   LibraryExecutor& library_executor() { return exec_; }
   Group world() const override { return world_group_; }
   Group new_group(std::vector<int> ranks, Nanos timeout_ns = 0, std::string name = {}) override;
+  // ncclCommDestroy of the communicator ncclCommSplit made for the group.
+  void destroy_group(const Group& g) override;
 
  private:
   Work call(DistCall c) override;

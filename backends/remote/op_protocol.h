@@ -38,6 +38,9 @@
 //                   fail each op as unsupported.
 //   {"t":"group","group":G,"ranks":[...],"name":N,"timeout_ns":T}
 //                   new_group; every rank gets it.
+//   {"t":"ungroup","group":G}   destroy_group of group G; every rank gets it,
+//                   after its ops on G completed (torch's
+//                   destroy_process_group(group)). G is never used again.
 //   {"t":"op","id":N,"group":G, ...the call...} + one blob per buffer: one
 //     call of an op of core/op.h's table, its fields and buffer order as
 //     call_codec.h says (the op's name, its arguments, the "layout" of its

@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "backends/remote/op_protocol.h"
@@ -165,6 +166,17 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
       idle_groups_ = id;
       for (int idle = run_world_; idle < world_; ++idle) to.push_back(idle);
     }
+    tell(to, head);
+  }
+  void announce_destroyed(int rank, int id) override {
+    const json head{{"t", "ungroup"}, {"group", id}};
+    std::vector<int> to{rank};
+    if (idle_destroyed_.insert(id).second)
+      for (int idle = run_world_; idle < world_; ++idle) to.push_back(idle);
+    tell(to, head);
+  }
+  // Sends `head` (no buffers) to each live rank of `to`.
+  void tell(const std::vector<int>& to, const json& head) {
     for (int t : to) {
       RankLink& r = ranks_[static_cast<std::size_t>(t)];
       if (r.dead) continue;
@@ -213,6 +225,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   int world_ = 0;
   int run_world_ = 0;  // the runs' world: ranks from it on idle (serves_smaller_worlds)
   int idle_groups_ = 0;  // groups of this run the idle ranks were told of
+  std::set<int> idle_destroyed_;  // groups of this run the idle ranks were told are destroyed
   std::chrono::steady_clock::time_point t0_;
   int listen_fd_ = -1;
   std::string token_;
@@ -764,6 +777,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
   in_run_ = true;
   ++run_number_;
   idle_groups_ = 0;
+  idle_destroyed_.clear();
   run_started_ = now();
   last_progress_ = run_started_;
   for (RankLink& r : ranks_) {

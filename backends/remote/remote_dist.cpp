@@ -16,6 +16,11 @@ Group RemoteDist::new_group(std::vector<int> ranks, Nanos timeout_ns, std::strin
   return Group(std::move(g));
 }
 
+void RemoteDist::destroy_group(const Group& g) {
+  mark_group_destroyed(g, rank_);
+  job_.announce_destroyed(rank_, g.state()->id);
+}
+
 Work RemoteDist::call(DistCall c) {
   const OpSpec& spec = c.spec();
   GroupState& gs = *(c.group.is_world_default() ? world_group_.state() : c.group.state());

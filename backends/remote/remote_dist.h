@@ -28,6 +28,9 @@ class RankChannel {
   // rank is told of every group, member or not).
   virtual void announce_group(int rank, int id, const std::vector<int>& ranks, Nanos timeout_ns,
                               const std::string& name) = 0;
+  // Tells rank `rank`'s process that group `id` is destroyed (every rank is
+  // told, member or not, as of its making).
+  virtual void announce_destroyed(int rank, int id) = 0;
   // Sends rank `rank` the op `info` (its message `head`, whose buffers are
   // `buffers`); the Work completes when the process answers (an async op:
   // once it is waited for).
@@ -48,6 +51,7 @@ class RemoteDist final : public CallDist {
   Executor& executor() override { return job_.executor(); }
   Group world() const override { return world_group_; }
   Group new_group(std::vector<int> ranks, Nanos timeout_ns, std::string name) override;
+  void destroy_group(const Group& g) override;
 
   std::vector<std::string> describe_pending() const override { return job_.pending_of(rank_); }
 

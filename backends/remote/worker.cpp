@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "backends/remote/call_codec.h"
 #include "backends/remote/op_protocol.h"
@@ -154,6 +155,8 @@ class Server {
         } catch (const std::exception& e) {
           group_errors_[id] = e.what();
         }
+      } else if (t == "ungroup") {
+        ungroup(m.head.at("group").get<int>());
       } else if (t == "op") {
         op(std::move(m));
       } else if (t == "wait") {
@@ -180,6 +183,20 @@ class Server {
     return d_.new_group(ranks, timeout, name);
   }
 
+  // The group stays in groups_, destroyed: an op on it is refused by
+  // dispatch() naming it. The library's error, if it raises one, fails the
+  // run's next op (the message has no answer).
+  void ungroup(int id) {
+    if (group_errors_.erase(id)) return;
+    auto g = groups_.find(id);
+    if (g == groups_.end()) protocol_error("destroy_group of group " + std::to_string(id) + ", which does not exist");
+    try {
+      d_.destroy_group(g->second);
+    } catch (const std::exception& e) {
+      if (destroy_error_.empty()) destroy_error_ = std::string("destroy_group of ") + g->second.name() + ": " + e.what();
+    }
+  }
+
   void begin(const json& head) {
     if (hooks_.begin_run) hooks_.begin_run();
     kept_.clear();
@@ -187,6 +204,7 @@ class Server {
     ops_issued_ = 0;
     groups_.clear();
     group_errors_.clear();
+    destroy_error_.clear();
     async_.clear();
     answered_.clear();
     timeout_ns_ = head.value("timeout_ns", Nanos{0});
@@ -381,6 +399,7 @@ class Server {
 
   Group group_of(const json& h, const DistCall& c) {
     const int gid = h.value("group", 0);
+    if (!destroy_error_.empty()) throw LibraryError(std::exchange(destroy_error_, {}));
     if (auto e = group_errors_.find(gid); e != group_errors_.end())
       throw Error(ErrorKind::kInvalidArgument, OpContext{d_.rank(), std::string(c.name()), "", -1, {}},
                   "its group could not be created: " + e->second);
@@ -418,6 +437,7 @@ class Server {
   const WorkerHooks& hooks_;
   std::map<int, Group> groups_;
   std::map<int, std::string> group_errors_;
+  std::string destroy_error_;  // a destroy_group the library refused, for the next op to report
   std::map<std::uint64_t, Op> async_;
   std::set<std::uint64_t> answered_;  // async ops that failed when issued
   // Ops answered as failed while the library may still complete them: kept,

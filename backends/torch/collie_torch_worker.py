@@ -411,6 +411,7 @@ class Worker:
         self.world = world
         self.groups = {}   # the run's group ids -> torch groups
         self.group_errors = {}
+        self.destroy_error = None  # a destroy_group the library refused, for the run's next op to report
         self.handles = {}  # async op id -> (op, work, tensors, peer, group)
         self.views = None  # the run hands the library non-contiguous views: "strided" or "pitched"
         self.answered = set()  # async ops that failed when issued (a wait for one is answered)
@@ -436,6 +437,7 @@ class Worker:
                 pass
         self.groups = {0: self.groups[0]} if keep else {}
         self.group_errors = {}
+        self.destroy_error = None
         self.handles = {}
         self.answered = set()
         self.kept, self.kept_bytes = collections.deque(), 0
@@ -472,6 +474,20 @@ class Worker:
                     "the group of ranks %s, which has %d members and numbers this rank %d (its ranks in sorted "
                     "order)" % (size, rank, me, sorted(ranks), want_size, want_rank))
 
+    def destroy_group(self, gid):
+        """dist.destroy_process_group(group) of a group every op of which this
+        rank waited for. The id is never used again: its entry goes, and the
+        library's error, if it raises one, fails the run's next op (the
+        message has no answer)."""
+        g = self.groups.pop(gid, None)
+        if self.group_errors.pop(gid, None) is not None or g is None \
+                or g is dist.GroupMember.NON_GROUP_MEMBER or g is dist.GroupMember.WORLD:
+            return
+        try:
+            dist.destroy_process_group(g)
+        except Exception as e:  # noqa: BLE001 -- reported by the next op
+            self.destroy_error = "destroy_process_group(group %d): %s: %s" % (gid, type(e).__name__, e)
+
     # ---- ops --------------------------------------------------------------
     @staticmethod
     def decode(head, tensors):
@@ -494,6 +510,9 @@ class Worker:
     def issue(self, head, tensors):
         """Calls the op with torch.distributed: returns (work or None, the source of a blocking receive)."""
         gid = head.get("group", 0)
+        if self.destroy_error is not None:
+            text, self.destroy_error = self.destroy_error, None
+            raise RuntimeError(text)
         if gid in self.group_errors:
             text = "its group " + self.group_errors[gid]
             raise WorkerCheck(text) if text.startswith("its group is wrong") else RuntimeError(text)
@@ -822,6 +841,8 @@ class Worker:
                 self.begin_run(head.get("timeout_ns"))
             elif t == "group":
                 self.make_group(head["group"], head["ranks"], head.get("timeout_ns"))
+            elif t == "ungroup":
+                self.destroy_group(head["group"])
             elif t == "op":
                 self.op(head, blobs)
             elif t == "wait":

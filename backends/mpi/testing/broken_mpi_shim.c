@@ -60,6 +60,10 @@
  *                     communicator of 5 or more that is not a power of two, to
  *                     its last member: the result's last element is the root's
  *                     own input (the last pipeline segment not combined)
+ *   bcast_stale_tree_slot blocking MPI_Bcast on a communicator made in the
+ *                     handle slot (MPI_Comm_c2f) of a freed, smaller one uses
+ *                     the freed one's tree: members at a distance from the
+ *                     root of at least the old size keep their buffer
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdint.h>
@@ -144,12 +148,32 @@ int MPI_Barrier(MPI_Comm comm) {
   return PMPI_Barrier(comm);
 }
 
+/* bcast_stale_tree_slot: per handle slot, the size of the communicator last
+ * freed from it and the stale tree size of the one living there now. */
+enum { kSlots = 4096 };
+static int slot_freed_size[kSlots], slot_stale_size[kSlots];
+
+static int comm_size(MPI_Comm comm) {
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return n;
+}
+
 int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  int rc = PMPI_Bcast(buf, count, type, root, comm);
   int me, type_size;
   PMPI_Comm_rank(comm, &me);
   PMPI_Type_size(type, &type_size);
   const size_t bytes = (size_t)count * (size_t)type_size;
+  const int k = PMPI_Comm_c2f(comm), n = comm_size(comm);
+  void* kept = NULL;
+  if (bug_is("bcast_stale_tree_slot") && bytes > 0 && k >= 0 && k < kSlots && slot_stale_size[k] &&
+      (me - root + n) % n >= slot_stale_size[k] && (kept = malloc(bytes)))
+    memcpy(kept, buf, bytes);
+  int rc = PMPI_Bcast(buf, count, type, root, comm);
+  if (kept) {
+    memcpy(buf, kept, bytes);
+    free(kept);
+  }
   if (rc == MPI_SUCCESS && bug_is("bcast_overrun") && me != root && bytes % 8 != 0)
     memset((unsigned char*)buf + bytes, 0xA5, (bytes + 7) / 8 * 8 - bytes);
   return rc;
@@ -226,8 +250,32 @@ static void finish_hidden(MPI_Comm comm, int all) {
   }
 }
 
+static void made_comm(MPI_Comm comm) {
+  const int k = comm == MPI_COMM_NULL ? -1 : PMPI_Comm_c2f(comm);
+  if (!bug_is("bcast_stale_tree_slot") || k < 0 || k >= kSlots) return;
+  const int n = comm_size(comm);
+  slot_stale_size[k] = slot_freed_size[k] > 0 && slot_freed_size[k] < n ? slot_freed_size[k] : 0;
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
+  const int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+  if (rc == MPI_SUCCESS) made_comm(*newcomm);
+  return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* newcomm) {
+  const int rc = PMPI_Comm_dup(comm, newcomm);
+  if (rc == MPI_SUCCESS) made_comm(*newcomm);
+  return rc;
+}
+
 int MPI_Comm_free(MPI_Comm* comm) {
   if (n_hidden) finish_hidden(*comm, 0);
+  const int k = *comm == MPI_COMM_NULL ? -1 : PMPI_Comm_c2f(*comm);
+  if (bug_is("bcast_stale_tree_slot") && k >= 0 && k < kSlots) {
+    slot_freed_size[k] = comm_size(*comm);
+    slot_stale_size[k] = 0;
+  }
   return PMPI_Comm_free(comm);
 }
 
