@@ -51,6 +51,7 @@
 //   late_completing_loopback     completes every send 40 turns of the queue late (after a peer's loss
 //                                was reported too, after every rank finished too)
 //   landing_loopback             lands every data payload it can through landing_zone()
+//   schedule_low_priority_loopback  resumes schedule()'s coroutines only when nothing else is pending
 #include <dlfcn.h>
 
 #include <deque>
@@ -114,6 +115,11 @@
 #define LOOPBACK_DEAD_TIMER_SLOT 42
 #define LOOPBACK_IDLE_LOSS_CLEAN 43
 #define LOOPBACK_DEAD_SET_PROCESS_WIDE 44
+#define LOOPBACK_F16_SATFINITE 45
+#define LOOPBACK_SEGMENT_COUNT 46
+#define LOOPBACK_TIMER_IN_TIMER_LOST 47
+#define LOOPBACK_NACK_KIND_BIT 48
+#define LOOPBACK_SCHEDULE_LOW_PRIORITY 49
 #ifndef LOOPBACK_BUG
 #define LOOPBACK_BUG LOOPBACK_CORRECT
 #endif
@@ -232,6 +238,20 @@ constexpr Variant kVariants[] = {
      "socket's FIN taken for a goodbye)"},
     {"dead_set_process_wide_loopback", LOOPBACK_DEAD_SET_PROCESS_WIDE, 1,
      "broken on purpose: the set of crashed ranks is process-wide: the next world of the same size inherits it"},
+    {"f16_satfinite_loopback", LOOPBACK_F16_SATFINITE, 1,
+     "broken on purpose: float16 SUM/PRODUCT round back with a saturating convert: an overflow gives +-65504, not "
+     "+-inf"},
+    {"segment_count_loopback", LOOPBACK_SEGMENT_COUNT, 65536,
+     "broken on purpose: payloads over 64 KiB go in 64 KiB segments counted as (bytes + 65534) / 65536: a last "
+     "segment of one byte is lost"},
+    {"timer_in_timer_lost_loopback", LOOPBACK_TIMER_IN_TIMER_LOST, 1,
+     "broken on purpose: a timer armed while a timer's resumption runs (the wheel's firing slot) is lost"},
+    {"nack_kind_bit_loopback", LOOPBACK_NACK_KIND_BIT, 1,
+     "broken on purpose: a NACK's refusal kind travels in one bit (size or dtype): a group mismatch arrives as a "
+     "size mismatch"},
+    {"schedule_low_priority_loopback", LOOPBACK_SCHEDULE_LOW_PRIORITY, 1,
+     "correct, bending the contract: schedule()'s resumptions wait until no frame, completion or loss report is "
+     "pending"},
 };
 
 // This module's file name without folder and extension.
@@ -353,6 +373,18 @@ class Endpoint final : public collie::Transport {
     collie::Transport::finish_average(dst, count, dtype, divisor);
   }
   void reduce(void* dst, const void* src, std::size_t count, collie::DType dtype, collie::ReduceOp op) override {
+    if (bug() == LOOPBACK_F16_SATFINITE && dtype == collie::DType::kFloat16 &&
+        (op == collie::ReduceOp::kSum || op == collie::ReduceOp::kProduct || op == collie::ReduceOp::kAvg)) {
+      auto* d = static_cast<std::uint16_t*>(dst);
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (std::size_t i = 0; i < count; ++i) {
+        const bool inf_in = (d[i] & 0x7fff) == 0x7c00 || (s[i] & 0x7fff) == 0x7c00;
+        collie::Transport::reduce(&d[i], &s[i], 1, dtype, op);
+        // The bug: an overflow saturates to the largest finite half.
+        if (!inf_in && (d[i] & 0x7fff) == 0x7c00) d[i] = static_cast<std::uint16_t>((d[i] & 0x8000) | 0x7bff);
+      }
+      return;
+    }
     if (bug() == LOOPBACK_INT64_MINMAX_DOUBLE && dtype == collie::DType::kInt64 &&
         (op == collie::ReduceOp::kMin || op == collie::ReduceOp::kMax)) {
       // The bug: compared as doubles, which cannot tell 2^63-1 from 2^63-2.
@@ -441,6 +473,7 @@ class Loopback final : public collie::InProcessBackend {
     std::string why = {};               // kLost
     std::uint64_t staged = 0;           // kDeliver, staging_ring_loopback: its slot's number (1 on)
     bool clean = false;                 // kLost: reported as a goodbye (idle_loss_clean_loopback)
+    bool from_timer = false;            // kResume: a timer's (timer_in_timer_lost_loopback)
   };
   void push(Item it) {
     if (bug() == LOOPBACK_ZOMBIE || (!crashed(it.rank) && !(it.kind == Item::kDeliver && crashed(it.header.src)))) {
@@ -506,11 +539,18 @@ class Loopback final : public collie::InProcessBackend {
     } reset{running_};
     while (!done()) {
       if (deadline && clock() >= *deadline) return false;
+      if (queue_.empty() && !low_.empty()) {
+        // schedule_low_priority_loopback: nothing else is pending (a timer
+        // fires only when nothing can run).
+        queue_.push_back(std::move(low_.front()));
+        low_.pop_front();
+      }
       if (queue_.empty() && !timers_.empty() && (!deadline || timers_.begin()->first < *deadline)) {
         auto t = timers_.begin();
         jump_ = std::max(jump_, t->first - static_cast<Nanos>(events_) + back_);
         last_fired_ = std::max(last_fired_, t->first);
         queue_.push_back({Item::kResume, t->second.first, t->second.second, {}, {}});
+        queue_.back().from_timer = true;
         timers_.erase(t);
       }
       if (queue_.empty()) {
@@ -527,7 +567,11 @@ class Loopback final : public collie::InProcessBackend {
       if (crashed(it.rank) && bug() != LOOPBACK_ZOMBIE) continue;  // a dead rank does nothing (the bug: it does)
       Endpoint& ep = *endpoints_[static_cast<std::size_t>(it.rank)];
       switch (it.kind) {
-        case Item::kResume: std::coroutine_handle<>::from_address(it.ptr).resume(); break;
+        case Item::kResume:
+          in_timer_ = it.from_timer;
+          std::coroutine_handle<>::from_address(it.ptr).resume();
+          in_timer_ = false;
+          break;
         case Item::kDeliver:
           if (it.staged) {
             // The bug: the frame's slot may hold a later frame's payload by now.
@@ -591,6 +635,8 @@ class Loopback final : public collie::InProcessBackend {
 
  public:
   Nanos last_fired_ = 0;  // the latest timer time fired (coarse_clock_loopback)
+  bool in_timer_ = false;  // a timer's resumption runs (timer_in_timer_lost_loopback)
+  std::deque<Item> low_;   // schedule_low_priority_loopback: resumptions waiting for an empty queue
   // staging_ring_loopback: (the frame's number, its payload) per slot.
   std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> ring_;
   std::uint64_t staged_ = 0;
@@ -629,11 +675,13 @@ Nanos Endpoint::now() const {
 }
 void Endpoint::schedule_at(Nanos when, std::coroutine_handle<> h) {
   if (bug() == LOOPBACK_DROP_TIMERS) return;  // the bug: the timer is forgotten
+  if (bug() == LOOPBACK_TIMER_IN_TIMER_LOST && world_.in_timer_) return;  // the bug: the firing slot is cleared after
   if (bug() == LOOPBACK_TIMER_INSIDE_CALL) return h.resume();
   world_.timer(when, rank_, h.address());
 }
 void Endpoint::schedule(std::coroutine_handle<> h) {
   if (bug() == LOOPBACK_RESUME_INSIDE_SCHEDULE && world_.next_frame() % every() == 0) return h.resume();
+  if (bug() == LOOPBACK_SCHEDULE_LOW_PRIORITY) return world_.low_.push_back({Loopback::Item::kResume, rank_, h.address(), {}, {}});
   world_.push({Loopback::Item::kResume, rank_, h.address(), {}, {}});
 }
 bool Endpoint::run_until(const std::function<bool()>& done, std::optional<Nanos> deadline) {
@@ -669,6 +717,20 @@ void Endpoint::post_send(const FrameHeader& header, std::span<const std::byte> p
     world_.push({Item::kDeliver, header.dst, nullptr, h, {payload.begin(), payload.end()}});
     if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
     return;
+  }
+  if (bug() == LOOPBACK_SEGMENT_COUNT && payload.size() > every() && payload.size() % every() == 1) {
+    // The bug: (bytes + 65534) / 65536 segments; the last, of one byte, never goes (the receiver's buffer keeps
+    // what it held there, zero here).
+    std::vector<std::byte> p(payload.begin(), payload.end());
+    p.back() = std::byte{0};
+    world_.push({Item::kDeliver, h.dst, nullptr, h, std::move(p)});
+    if (cookie) world_.push({Item::kSent, rank_, cookie, {}, {}});
+    return;
+  }
+  if (bug() == LOOPBACK_NACK_KIND_BIT && h.kind == collie::FrameKind::kNack &&
+      h.tag != static_cast<std::int32_t>(collie::ErrorKind::kDTypeMismatch)) {
+    h.tag = static_cast<std::int32_t>(collie::ErrorKind::kSizeMismatch);  // the bug: one bit, dtype or not
+    collie::seal(h);
   }
   if (bug() == LOOPBACK_NACK_TEXT_128 && h.kind == collie::FrameKind::kNack && payload.size() > every()) {
     payload = payload.first(every());  // the bug: the inline message holds every() bytes; the header is rebuilt
