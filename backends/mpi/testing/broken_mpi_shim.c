@@ -64,6 +64,12 @@
  *                     handle slot (MPI_Comm_c2f) of a freed, smaller one uses
  *                     the freed one's tree: members at a distance from the
  *                     root of at least the old size keep their buffer
+ *   bcast_chain_tail_6plus blocking MPI_Bcast of 16 KiB or more on 6 or more
+ *                     members (a segmented chain): the chain's tail, the member
+ *                     just before the root, keeps its last element
+ *   allreduce_2proc_odd_split blocking MPI_Allreduce of 64 KiB or more and an odd
+ *                     count on exactly 2 members: on comm rank 1 the element at
+ *                     the blocks' boundary (count / 2) keeps its input
  * Unset: every call is the library's own. */
 #include <mpi.h>
 #include <stdint.h>
@@ -169,11 +175,17 @@ int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
   if (bug_is("bcast_stale_tree_slot") && bytes > 0 && k >= 0 && k < kSlots && slot_stale_size[k] &&
       (me - root + n) % n >= slot_stale_size[k] && (kept = malloc(bytes)))
     memcpy(kept, buf, bytes);
+  /* bcast_chain_tail_6plus: the tail's last element, as it was. */
+  unsigned char tail[16];
+  const int tail_kept = bug_is("bcast_chain_tail_6plus") && n >= 6 && bytes >= 16384 && (me - root + n) % n == n - 1 &&
+                        type_size <= 16;
+  if (tail_kept) memcpy(tail, (unsigned char*)buf + bytes - type_size, (size_t)type_size);
   int rc = PMPI_Bcast(buf, count, type, root, comm);
   if (kept) {
     memcpy(buf, kept, bytes);
     free(kept);
   }
+  if (tail_kept) memcpy((unsigned char*)buf + bytes - type_size, tail, (size_t)type_size);
   if (rc == MPI_SUCCESS && bug_is("bcast_overrun") && me != root && bytes % 8 != 0)
     memset((unsigned char*)buf + bytes, 0xA5, (bytes + 7) / 8 * 8 - bytes);
   return rc;
@@ -200,7 +212,18 @@ int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op o
 }
 
 int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  /* allreduce_2proc_odd_split: comm rank 1's input at the blocks' boundary. */
+  int type_size, n, rank;
+  PMPI_Type_size(type, &type_size);
+  PMPI_Comm_size(comm, &n);
+  PMPI_Comm_rank(comm, &rank);
+  const size_t boundary = (size_t)(count / 2) * (size_t)type_size;
+  unsigned char own[16];
+  const int split = bug_is("allreduce_2proc_odd_split") && n == 2 && rank == 1 && count % 2 == 1 &&
+                    (size_t)count * (size_t)type_size >= 65536 && type_size <= 16;
+  if (split) memcpy(own, (const unsigned char*)(in == MPI_IN_PLACE ? out : in) + boundary, (size_t)type_size);
   int rc = PMPI_Allreduce(in, out, count, type, op, comm);
+  if (rc == MPI_SUCCESS && split) memcpy((unsigned char*)out + boundary, own, (size_t)type_size);
   if (rc == MPI_SUCCESS && bug_is("double_sum_float") && type == MPI_DOUBLE && op == MPI_SUM)
     for (int i = 0; i < count; ++i) ((double*)out)[i] = (double)(float)((double*)out)[i];
   int size, me;
