@@ -615,6 +615,21 @@ class Worker:
         return True
 
     @staticmethod
+    def future_holds(future, tensor):
+        """Whether a done future's value() is torch's: a list whose first
+        tensor holds the op's output (all_reduce, broadcast)."""
+        try:
+            v = future.value()
+        except Exception:  # noqa: BLE001 -- a future done with an error: wait() said otherwise
+            return False
+        if not (isinstance(v, (list, tuple)) and len(v) > 0 and isinstance(v[0], torch.Tensor)):
+            return False
+        if v[0].data_ptr() == tensor.data_ptr() and v[0].shape == tensor.shape and v[0].dtype == tensor.dtype \
+                and v[0].stride() == tensor.stride():
+            return True  # the op's own tensor (torch's futures hold it): nothing to read
+        return to_bytes(v[0]) == to_bytes(tensor)
+
+    @staticmethod
     def completes_when_polled(work, poll_ns):
         """Polls `work.is_completed()` for up to poll_ns without waiting, as a
         program spinning on it does: True once it said so."""
@@ -657,6 +672,7 @@ class Worker:
         future = None  # an async collective's Work.get_future(), taken before wait()
         failed_when_done = False  # is_success() False then
         not_polled_done = False  # polled (head's poll_ns) and never said is_completed() before wait()
+        future_late = False  # is_completed() said True before wait(), and the future was not done() then
         try:
             if work is not None:
                 if isinstance(work, list):  # batch_isend_irecv's requests
@@ -676,6 +692,9 @@ class Worker:
                         # ... and say whether it succeeded (a program reads
                         # is_success() once is_completed() says True).
                         failed_when_done = not work.is_success()
+                        # ... and its future done: a DDP communication hook
+                        # waits on get_future() and never calls wait().
+                        future_late = future is not None and not self.future_done(future)
                     if head.get("timeout_ns"):
                         if work.wait(timeout=timeout_of(head["timeout_ns"])) is False:
                             # torch: wait(timeout) raises when the timeout expires.
@@ -714,6 +733,17 @@ class Worker:
                     self.reply_error(op_id, WorkerCheck(
                         "collie: %s's wait() returned, yet its Work.get_future() did not say done() within 1 s: a "
                         "callback chained on the future (a DDP communication hook) never runs" % op))
+                    return
+                if future_late:
+                    self.reply_error(op_id, WorkerCheck(
+                        "collie: %s's Work said is_completed() True before wait(), yet its get_future() did not say "
+                        "done() within 1 s: the future completes only inside wait(), and a DDP communication hook "
+                        "(which waits on the future, never on the Work) waits for ever" % op))
+                    return
+                if future is not None and op in ("all_reduce", "broadcast") and not self.future_holds(future, tensors[0]):
+                    self.reply_error(op_id, WorkerCheck(
+                        "collie: %s's Work.get_future() is done, yet its value() is not the list of the op's output "
+                        "tensors: a DDP communication hook reading fut.value()[0] fails" % op))
                     return
                 if failed_when_done:
                     self.reply_error(op_id, WorkerCheck(

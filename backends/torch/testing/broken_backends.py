@@ -98,6 +98,17 @@ breaks one thing:
                          the object is handed out again, re-armed, for the
                          group's next broadcast (a kept handle reads the later
                          op's state)
+  torch:future_done_only_in_wait  all_reduce's and broadcast's get_future() is
+                         completed by the Work's wait(), not when the op
+                         completes (a DDP communication hook, which never calls
+                         wait(), waits for ever)
+  torch:send_waits_in_post_order  a send's wait() first waits for every earlier
+                         send of the group to that peer (one in-order queue):
+                         a later send waited first deadlocks once the peer
+                         takes the earlier one only after a reply
+  torch:i8_sum_saturating_simd  int8/uint8 SUM of 1,024 elements or more
+                         (all_reduce, reduce) saturates at the type's limits
+                         instead of wrapping
 
 Load with --torch-import backends/torch/testing/broken_backends.py.
 """
@@ -665,6 +676,97 @@ class MisalignedHead(_Wrapped):
         return work
 
 
+class _LazyFuture(_Then):
+    """`inner`, whose get_future() is completed by wait() -- and only by it."""
+
+    def __init__(self, inner, outputs):
+        super().__init__(inner, lambda: None)
+        self.outputs, self.future = outputs, None
+
+    def get_future(self):
+        if self.future is None:
+            self.future = torch.futures.Future()
+            if self.ran:
+                self.future.set_result(self.outputs)
+        return self.future
+
+    def wait(self, timeout=None):
+        super().wait(timeout)
+        if self.future is not None and not self.future.done():
+            self.future.set_result(self.outputs)  # the bug: only here
+        return True
+
+    def is_completed(self):
+        return self.inner.is_completed()
+
+
+class FutureDoneOnlyInWait(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        return _LazyFuture(self.gloo.allreduce(tensors, opts), tensors)
+
+    def broadcast(self, tensors, opts=dist.BroadcastOptions()):
+        return _LazyFuture(self.gloo.broadcast(tensors, opts), tensors)
+
+
+class _InOrderSend(_Then):
+    """A send completed through one in-order queue of its group's sends."""
+
+    def __init__(self, inner, queue, dst):
+        super().__init__(inner, lambda: None)
+        self.queue, self.dst, self.finished = queue, dst, False
+        queue.append(self)
+
+    def finish(self, timeout):
+        if not self.finished:
+            _wait(self.inner, timeout)
+            self.finished = True
+            if self in self.queue:
+                self.queue.remove(self)
+
+    def wait(self, timeout=None):
+        if self in self.queue:
+            for older in self.queue[:self.queue.index(self)]:
+                if older.dst == self.dst:
+                    older.finish(timeout)  # the bug: every earlier send to the peer first
+        self.finish(timeout)
+        self.ran = True
+        return True
+
+    def is_completed(self):
+        return self.finished
+
+
+class SendWaitsInPostOrder(_Wrapped):
+    def send(self, tensors, dstRank, tag):  # noqa: N803 -- torch's name
+        return _InOrderSend(self.gloo.send(tensors, dstRank, tag), self.__dict__.setdefault("sends", []), dstRank)
+
+
+def _saturating_sum(t, run):
+    """int8/uint8 SUM through int32, clamped to the type's range on the way back (the bug: no wrap)."""
+    lo, hi = (-128, 127) if t.dtype == torch.int8 else (0, 255)
+    stage = t.to(torch.int32)
+    return _Then(run(stage), lambda: t.copy_(stage.clamp(lo, hi).to(t.dtype)))
+
+
+def _vector_byte_sum(t, opts):
+    return t.dtype in (torch.int8, torch.uint8) and opts.reduceOp == dist.ReduceOp.SUM and t.numel() >= 1024
+
+
+class I8SumSaturatingSimd(_Wrapped):
+    def allreduce(self, tensors, opts=dist.AllreduceOptions()):
+        if _vector_byte_sum(tensors[0], opts):
+            return _saturating_sum(tensors[0], lambda s: self.gloo.allreduce([s], opts))
+        return self.gloo.allreduce(tensors, opts)
+
+    def reduce(self, tensors, opts=dist.ReduceOptions()):
+        t = tensors[0]
+        if not _vector_byte_sum(t, opts):
+            return self.gloo.reduce(tensors, opts)
+        if self.rank() == opts.rootRank:
+            return _saturating_sum(t, lambda s: self.gloo.reduce([s], opts))
+        return self.gloo.reduce([t.to(torch.int32)], opts)
+
+
 dist.Backend.register_backend("broken_sum", BrokenSum)
 dist.Backend.register_backend("hanging_reduce", HangingReduce)
 dist.Backend.register_backend("reversed_gather", ReversedGather)
@@ -697,3 +799,6 @@ dist.Backend.register_backend("future_never_done", FutureNeverDone)
 dist.Backend.register_backend("poll_latest_group", PollLatestGroup)
 dist.Backend.register_backend("send_shared_per_peer", SendSharedPerPeer)
 dist.Backend.register_backend("gather_by_address", GatherByAddress)
+dist.Backend.register_backend("future_done_only_in_wait", FutureDoneOnlyInWait)
+dist.Backend.register_backend("send_waits_in_post_order", SendWaitsInPostOrder)
+dist.Backend.register_backend("i8_sum_saturating_simd", I8SumSaturatingSimd)
