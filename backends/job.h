@@ -70,6 +70,11 @@ struct JobOptions {
   bool scribble_completed_sends = false;
   // collie's core: the first send's id (CommunicatorOptions::first_send_id).
   std::uint64_t first_send_id = 1;
+  // Process jobs: once an op of a run failed, the run has stalled when no
+  // rank made progress for this long, not the timeout's margin after it (a
+  // run that expects no error is decided by then, and its other ranks may
+  // wait the whole op timeout for the rank that gave up). 0: as any run.
+  Nanos stall_after_failure_ns = 0;
 };
 
 // A rank's part of a job's program.

@@ -117,6 +117,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   }
   void set_run_options(const JobOptions& o) override {
     options_.timeout_ns = o.timeout_ns;
+    options_.stall_after_failure_ns = o.stall_after_failure_ns;
     options_.process_faults = o.process_faults;
     options_.views = o.views;
     if (can_run_world(o.world_size)) run_world_ = o.world_size;
@@ -209,6 +210,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
     // the margin is half the timeout, between 1 s and 5 s. A library without
     // them gets it only once a rank's process is lost: its launcher then
     // takes a moment to end the job (mpirun, on a loaded machine).
+    if (run_failed_ && options_.stall_after_failure_ns > 0) return options_.stall_after_failure_ns;
     if (options_.timeout_ns <= 0) return 60'000'000'000;
     if (!spec_.library_timeouts &&
         std::none_of(ranks_.begin(), ranks_.end(), [](const RankLink& r) { return r.dead; }))
@@ -236,6 +238,7 @@ class ProcessJob final : public Job, public Executor, public RankChannel {
   std::multimap<Nanos, std::coroutine_handle<>> timers_;
   std::multimap<Nanos, int> resume_at_;  // stalled ranks' SIGCONT times
   Nanos last_progress_ = 0;
+  bool run_failed_ = false;  // an op of this run failed (JobOptions::stall_after_failure_ns)
   bool reusable_ = true;
   bool in_run_ = false;
   std::string implementation_;
@@ -495,6 +498,7 @@ void ProcessJob::on_message(int rank, Message m) {
   WorkState& w = *p.work;
   const OpInfo& info = *w.info;
   if (t == "failed") {
+    run_failed_ = true;
     const std::string kind = h.value("kind", "library");
     const std::string text = h.value("error", "(no message)");
     const auto k = parse_kind(kind);
@@ -752,8 +756,12 @@ Work ProcessJob::issue(int rank, const std::shared_ptr<OpInfo>& info, json head,
 std::string ProcessJob::hang_report(const std::vector<int>& blocked) const {
   std::ostringstream os;
   const Nanos t = now();
-  os << "no rank answered for " << seconds(t - last_progress_) << " (" << spec_.backend
-     << " hangs, or an op is slower than the timeout; --timeout-us sets it); each rank's last started op:\n";
+  if (run_failed_ && options_.stall_after_failure_ns > 0)
+    os << "no rank answered for " << seconds(t - last_progress_) << " after an op of the run failed (the others wait "
+       << "for it, a run that expects no error is decided); each rank's last started op:\n";
+  else
+    os << "no rank answered for " << seconds(t - last_progress_) << " (" << spec_.backend
+       << " hangs, or an op is slower than the timeout; --timeout-us sets it); each rank's last started op:\n";
   for (int rank = 0; rank < run_world_; ++rank) {
     const RankLink& r = ranks_[static_cast<std::size_t>(rank)];
     const bool is_blocked = std::find(blocked.begin(), blocked.end(), rank) != blocked.end();
@@ -778,6 +786,7 @@ RunResult ProcessJob::run(const DistProgram& program, const RunContext& context)
   ++run_number_;
   idle_groups_ = 0;
   idle_destroyed_.clear();
+  run_failed_ = false;
   run_started_ = now();
   last_progress_ = run_started_;
   for (RankLink& r : ranks_) {
