@@ -98,6 +98,8 @@ struct RankWriter {
     steps.push_back(os.str());
   }
 
+  void destroy_group(const KeptCall& k) { steps.push_back("{op: destroy_group, group: g" + std::to_string(k.group) + "}"); }
+
   void op(const KeptCall& k, const std::map<int, std::size_t>& group_sizes, int world) {
     remote::DecodedCall d = remote::decode_call(k.request.head, k.request.blobs);
     const DistCall& c = d.call;
@@ -223,6 +225,9 @@ std::string record_scenario(const RecordInput& in) {
           case KeptCall::Kind::kGroup:
             group_sizes[k.group] = k.ranks.size();
             w.group(k);
+            break;
+          case KeptCall::Kind::kDestroyGroup:
+            w.destroy_group(k);
             break;
           case KeptCall::Kind::kOp:
             w.op(k, group_sizes, in.world);

@@ -32,6 +32,9 @@
 //        script gave). -> {"t":"ready","group":0} | {"t":"failed","error":E}
 //   {"t":"group","ranks":[..],"timeout_ns":T?,"where":..}
 //        new_group, on every rank. -> {"t":"group_made","group":G} | failed
+//   {"t":"ungroup","group":G}
+//        destroy_process_group(group) of a group new_group made.
+//        -> {"t":"ungrouped"} | failed
 //   {"t":"op","group":G, ...the call as call_codec.h encodes it, without
 //        "writes"..., "where":..} + one blob per buffer
 //        -> blocking ("async": false): {"t":"done","op":K,"source":S,

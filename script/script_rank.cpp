@@ -224,6 +224,21 @@ Task<void> ScriptRank::handle(const remote::Message& m) {
       if (!first_error_) first_error_ = std::current_exception();
       ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", id}, {"error", std::string("collie: ") + e.what()}});
     }
+  } else if (t == "ungroup") {
+    // destroy_process_group(group): refused for the world and for a group
+    // this rank never made or destroyed already (the answer says why).
+    const auto g = m.head.value("group", std::size_t{0});
+    try {
+      if (g == 0 || g >= groups_.size())
+        throw Error(ErrorKind::kInvalidArgument, OpContext{rank_, "destroy_group", "", -1, {}},
+                    "group " + std::to_string(g) + " is not a group this rank made with new_group");
+      dist_->destroy_group(groups_[g]);
+      if (ctx_.keep_calls) kept_.push_back(KeptCall{KeptCall::Kind::kDestroyGroup, {}, static_cast<int>(g), {}, 0, false});
+      ctx_.hub->answer(rank_, json{{"t", "ungrouped"}, {"id", id}});
+    } catch (const std::exception& e) {
+      if (!first_error_) first_error_ = std::current_exception();
+      ctx_.hub->answer(rank_, json{{"t", "failed"}, {"id", id}, {"error", std::string("collie: ") + e.what()}});
+    }
   } else if (t == "exception") {
     exception_ = m.head;
     view_.traceback = m.head.value("traceback", std::string());

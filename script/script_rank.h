@@ -81,9 +81,9 @@ struct RankView {
 
 // One thing a rank did, kept for --record (script/record.h).
 struct KeptCall {
-  enum class Kind { kGroup, kOp, kWait } kind = Kind::kOp;
+  enum class Kind { kGroup, kDestroyGroup, kOp, kWait } kind = Kind::kOp;
   std::vector<int> ranks;            // kGroup: the members
-  int group = 0;                     // kGroup: its number; kOp: the op's group
+  int group = 0;                     // kGroup, kDestroyGroup: its number; kOp: the op's group
   remote::Message request;           // kOp: the request as the process sent it (inputs as issued)
   std::uint64_t op = 0;              // kOp, kWait: the op's number on this rank
   bool async = false;                // kOp: the process keeps a handle

@@ -209,6 +209,22 @@ TEST(ScriptRun, TheSameSeedGivesTheSameOutputTraceAndVerdictWhateverTheWallTimes
   std::filesystem::remove(a.record_path);
 }
 
+// destroy_process_group(group): the group is destroyed at the controller,
+// the record says so, and the replay (a new group of the same ranks after
+// it) passes.
+TEST(ScriptRun, ADestroyedGroupIsRecordedAndItsSuccessorRuns) {
+  REQUIRE_TORCH();
+  ScriptOptions o = program("destroy_group.py", 2);
+  o.record_path = ::testing::TempDir() + "/destroy_group_record.yaml";
+  const ScriptResult r = run_script(o);
+  EXPECT_TRUE(r.run.passed) << joined(r.run.failures) << r.run.detail;
+  EXPECT_NE(printed(r).find("rank 0 sum [3.0, 3.0] broadcast [2.0, 2.0]"), std::string::npos) << printed(r);
+  std::ifstream in(r.record_path);
+  const std::string record((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(record.find("{op: destroy_group, group: g1}"), std::string::npos) << record;
+  expect_replays_as_it_ran(r, o.record_path);
+}
+
 // An error in the run is outcome "error" (exit 1), as in a scenario's run;
 // its kind leads the detail ("collective_mismatch: ...").
 TEST(ScriptRun, ACollectiveMismatchNamesBothCallsLines) {

@@ -471,6 +471,18 @@ def install(dist):
         finally:
             _state.pending = None
 
+    original_destroy = c10d.destroy_process_group
+
+    def destroy_process_group(group=None):
+        # A group new_group made is destroyed at the controller too (its
+        # record says so); the default group ends the program's use of collie.
+        gid = getattr(group, "_gid", 0) if group is not None else 0
+        if gid:
+            answer, _ = request({"t": "ungroup", "group": gid})
+            if answer.get("t") != "ungrouped":
+                raise RuntimeError(answer.get("error", "collie: destroy_process_group was refused"))
+        return original_destroy(group)
+
     def get_backend(group=None):
         name = original_get_backend(group)
         if str(name).lower() == BACKEND and _state.requested:
@@ -497,6 +509,7 @@ def install(dist):
 
     c10d._store_based_barrier = _store_based_barrier
     for name, f in (("init_process_group", init_process_group), ("new_group", new_group),
+                    ("destroy_process_group", destroy_process_group),
                     ("batch_isend_irecv", batch_isend_irecv), ("monitored_barrier", monitored_barrier)):
         f.__doc__ = getattr(c10d, name).__doc__
         setattr(c10d, name, f)
