@@ -212,23 +212,20 @@ int MPI_Reduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op o
 }
 
 int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  /* allreduce_2proc_odd_split: comm rank 1's input at the blocks' boundary. */
-  int type_size, n, rank;
+  int type_size, size, me;
   PMPI_Type_size(type, &type_size);
-  PMPI_Comm_size(comm, &n);
-  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &me);
+  /* allreduce_2proc_odd_split: comm rank 1's input at the blocks' boundary. */
   const size_t boundary = (size_t)(count / 2) * (size_t)type_size;
   unsigned char own[16];
-  const int split = bug_is("allreduce_2proc_odd_split") && n == 2 && rank == 1 && count % 2 == 1 &&
+  const int split = bug_is("allreduce_2proc_odd_split") && size == 2 && me == 1 && count % 2 == 1 &&
                     (size_t)count * (size_t)type_size >= 65536 && type_size <= 16;
   if (split) memcpy(own, (const unsigned char*)(in == MPI_IN_PLACE ? out : in) + boundary, (size_t)type_size);
   int rc = PMPI_Allreduce(in, out, count, type, op, comm);
   if (rc == MPI_SUCCESS && split) memcpy((unsigned char*)out + boundary, own, (size_t)type_size);
   if (rc == MPI_SUCCESS && bug_is("double_sum_float") && type == MPI_DOUBLE && op == MPI_SUM)
     for (int i = 0; i < count; ++i) ((double*)out)[i] = (double)(float)((double*)out)[i];
-  int size, me;
-  PMPI_Comm_size(comm, &size);
-  PMPI_Comm_rank(comm, &me);
   if (rc == MPI_SUCCESS && bug_is("allreduce_rank_ulp") && type == MPI_DOUBLE && op == MPI_SUM && size >= 3 &&
       me == size - 1)
     for (int i = 0; i < count; ++i) {  /* normal, rounded (low bits set): one ulp further from 0 */
